@@ -1,0 +1,43 @@
+/**
+ * Stable codes of {@link WireError}. Callers branch on `code`, never on the message.
+ *
+ * - `short-datagram`: fewer bytes than the fixed chunk header.
+ * - `unknown-version`: the header's version is not one this build speaks.
+ * - `bad-channel`: channel id 0 (reserved).
+ * - `counts-out-of-range`: data/parity counts or the chunk index do not describe a valid block.
+ * - `parity-without-data`: parity chunks announced for a block with no data chunks.
+ * - `length-out-of-range`: a length field points beyond the datagram or disagrees with the block.
+ * - `reserved-bits`: a bit that must be zero in this version is set.
+ * - `frame-info-short`: a reassembled frame is too short to hold its frame info.
+ * - `frame-too-large`: a frame exceeds the reassembler's size limit.
+ * - `unrecoverable`: fewer chunks than data chunks were given to the erasure decoder.
+ * - `chunk-mismatch`: chunks of one block disagree (sizes or counts), so the block cannot be trusted.
+ */
+export type WireErrorCode =
+  | 'short-datagram'
+  | 'unknown-version'
+  | 'bad-channel'
+  | 'counts-out-of-range'
+  | 'parity-without-data'
+  | 'length-out-of-range'
+  | 'reserved-bits'
+  | 'frame-info-short'
+  | 'frame-too-large'
+  | 'unrecoverable'
+  | 'chunk-mismatch';
+
+/** The one error class of `@svc/wire`: bad bytes from a peer, or a block that cannot be repaired. */
+export class WireError extends Error {
+  override readonly name = 'WireError';
+  readonly code: WireErrorCode;
+
+  constructor(code: WireErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** True when `err` is a {@link WireError}, optionally with the given code. */
+export function isWireError(err: unknown, code?: WireErrorCode): err is WireError {
+  return err instanceof WireError && (code === undefined || err.code === code);
+}

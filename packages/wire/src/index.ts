@@ -1,0 +1,35 @@
+/**
+ * `@svc/wire`: the byte layer shared by the robot daemon and the browser pilot. Chunk header,
+ * Reed-Solomon erasure code, frame packer and reassembler. Pure TypeScript, no Node-only API.
+ */
+
+export { FRAME_INFO_BYTES, type FrameInfo, frameInfo } from './chunk/frame-info.js';
+export {
+  CHUNK_HEADER_BYTES,
+  type ChunkHeader,
+  chunkHeader,
+  MAX_BLOCK_CHUNKS,
+  peekChannel,
+  stampSenderTimestamp,
+  WIRE_VERSION,
+} from './chunk/header.js';
+export { isWireError, WireError, type WireErrorCode } from './errors.js';
+export { encodeParity, recoverData } from './fec/reed-solomon.js';
+export {
+  DEFAULT_MAX_BLOCK_DATA,
+  DEFAULT_MAX_DATAGRAM_BYTES,
+  FramePacker,
+  type FrameToPack,
+  type PackedFrame,
+  type PackerOptions,
+} from './packer.js';
+export { NO_PARITY, type ParityPolicy, parityCountFor } from './parity.js';
+export {
+  type AssembledFrame,
+  type FrameLoss,
+  type FrameLossReason,
+  Reassembler,
+  type ReassemblerOptions,
+  type ReassemblerStats,
+} from './reassembler.js';
+export { seqDiff16, seqDiff32, seqLess16, seqNext16, wrapU32 } from './seq.js';

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# npm run bench -- <suite>: installs what is missing, then runs one benchmark suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+require_node
+ensure_node_modules
+exec node --conditions=source --import tsx bench/run.ts "$@"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The one test command (`npm test`): installs what is missing, then typechecks and builds,
+# lints, and runs every test, browser tests included. Works on a fresh clone on a fresh Debian
+# machine that has only Node, npm and apt (run as root, or install the Debian packages first).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+
+require_node
+
+total_start="$(date +%s%N)"
+
+start="$(date +%s%N)"
+ensure_node_modules
+bash scripts/ensure-system.sh chromium
+echo "    setup took $(elapsed_since "$start")"
+
+failed=()
+stage() {
+  local name="$1" start
+  shift
+  echo
+  echo "==> $*"
+  start="$(date +%s%N)"
+  if "$@"; then
+    echo "    ok: $name ($(elapsed_since "$start"))"
+  else
+    echo "    FAILED: $name ($(elapsed_since "$start"))"
+    failed+=("$name")
+  fi
+}
+
+# Every stage runs even when an earlier one failed, so one run shows every problem.
+stage "typecheck and build" npx --no-install tsc -b
+# Biome colours its report even when the output is a log file; plain text reads better there.
+biome_colors=()
+[[ -t 1 ]] || biome_colors=(--colors=off)
+stage "lint and format" npx --no-install biome ci "${biome_colors[@]}" .
+stage "tests" npx --no-install vitest run
+
+echo
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "npm test: FAILED (${failed[*]}) after $(elapsed_since "$total_start")" >&2
+  exit 1
+fi
+echo "npm test: all passed in $(elapsed_since "$total_start")"
