@@ -38,9 +38,25 @@ stage "typecheck and build" npx --no-install tsc -b
 biome_colors=()
 [[ -t 1 ]] || biome_colors=(--colors=off)
 stage "lint and format" npx --no-install biome ci "${biome_colors[@]}" .
-stage "tests" npx --no-install vitest run
+# Colour codes make a CI log hard to read; the JSON report gives the plain closing count below.
+[[ -t 1 ]] || export NO_COLOR=1
+report="$(mktemp -t vitest-report.XXXXXX.json)"
+trap 'rm -f "$report"' EXIT
+stage "tests" npx --no-install vitest run --reporter=default --reporter=json --outputFile.json="$report"
 
 echo
+# One plain line with the counts, and a run that executed no test is a failure, not a pass.
+if ! node -e '
+  const fs = require("node:fs");
+  const text = fs.existsSync(process.argv[1]) ? fs.readFileSync(process.argv[1], "utf8") : "";
+  const r = text ? JSON.parse(text) : { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, numTotalTests: 0 };
+  const skipped = r.numPendingTests + (r.numTodoTests ?? 0);
+  console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed` + (skipped ? `, ${skipped} skipped` : ""));
+  // In CI nothing may be skipped.
+  process.exit(r.numTotalTests > 0 && !(process.env.CI && skipped > 0) ? 0 : 1);
+' "$report"; then
+  failed+=("no test ran")
+fi
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "npm test: FAILED (${failed[*]}) after $(elapsed_since "$total_start")" >&2
   exit 1

@@ -50,9 +50,8 @@ const reassembler = new Reassembler({
   },
 });
 receiver.on('message', (msg) => {
-  // Node may reuse the receive buffer: the reassembler keeps what it is given, so copy.
   try {
-    reassembler.handleDatagram(new Uint8Array(msg), performance.now());
+    reassembler.handleDatagram(msg, performance.now());
   } catch (err) {
     console.error(`dropped a malformed datagram: ${(err as Error).message}`);
   }
