@@ -8,13 +8,12 @@ export {
   CHUNK_HEADER_BYTES,
   type ChunkHeader,
   chunkHeader,
-  MAX_BLOCK_CHUNKS,
   peekChannel,
   stampSenderTimestamp,
   WIRE_VERSION,
 } from './chunk/header.js';
 export { isWireError, WireError, type WireErrorCode } from './errors.js';
-export { encodeParity, recoverData } from './fec/reed-solomon.js';
+export { encodeParity, MAX_BLOCK_CHUNKS, recoverData } from './fec/reed-solomon.js';
 export {
   DEFAULT_MAX_BLOCK_DATA,
   DEFAULT_MAX_DATAGRAM_BYTES,

@@ -1,6 +1,6 @@
 import { FRAME_INFO_BYTES, frameInfo } from './chunk/frame-info.js';
-import { CHUNK_HEADER_BYTES, chunkHeader, MAX_BLOCK_CHUNKS } from './chunk/header.js';
-import { encodeParity } from './fec/reed-solomon.js';
+import { CHUNK_HEADER_BYTES, chunkHeader } from './chunk/header.js';
+import { encodeParity, MAX_BLOCK_CHUNKS } from './fec/reed-solomon.js';
 import { type ParityPolicy, parityCountFor } from './parity.js';
 import { seqNext16 } from './seq.js';
 

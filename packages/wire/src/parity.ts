@@ -1,4 +1,4 @@
-import { MAX_BLOCK_CHUNKS } from './chunk/header.js';
+import { MAX_BLOCK_CHUNKS } from './fec/reed-solomon.js';
 
 /**
  * How many parity chunks a block gets: `rate` of its data chunks (rounded up) but never fewer than

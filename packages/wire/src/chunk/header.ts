@@ -1,4 +1,5 @@
 import { WireError } from '../errors.js';
+import { MAX_BLOCK_CHUNKS } from '../fec/reed-solomon.js';
 
 /**
  * Chunk header, version 1: the first 14 bytes of every video, sensor and command datagram.
@@ -26,9 +27,6 @@ export const CHUNK_HEADER_BYTES = 14;
 
 /** The header version this build writes and reads. */
 export const WIRE_VERSION = 1;
-
-/** Largest `k + m` of one block (GF(256) Cauchy construction, chunk index fits one byte). */
-export const MAX_BLOCK_CHUNKS = 255;
 
 const FLAG_KEYFRAME = 0x08;
 const FLAG_END_OF_FRAME = 0x04;

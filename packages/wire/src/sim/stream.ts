@@ -1,6 +1,7 @@
 import { FramePacker } from '../packer.js';
 import type { ParityPolicy } from '../parity.js';
 import { type AssembledFrame, type FrameLoss, Reassembler } from '../reassembler.js';
+import { wrapU32 } from '../seq.js';
 import type { LossModel } from './loss.js';
 import { type Random, randomBytes, randomInt } from './random.js';
 
@@ -91,11 +92,11 @@ export function simulateStream(options: StreamSimOptions): StreamSimResult {
       {
         data,
         keyframe,
-        captureTimestampUs: Math.round(sentAtMs * 1000),
+        captureTimestampUs: wrapU32(sentAtMs * 1000),
         gopPosition: i % options.keyframeInterval,
         parity: keyframe ? options.keyParity : options.deltaParity,
       },
-      Math.round(sentAtMs * 1000),
+      wrapU32(sentAtMs * 1000),
     );
     sent.set(packed.frameId, data);
     parityBytes += packed.parityBytes;
