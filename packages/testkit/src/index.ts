@@ -11,3 +11,18 @@ export {
   type RunInChromiumOptions,
   runInChromium,
 } from './chromium.js';
+export {
+  type DecodeReport,
+  decodeWithFfmpeg,
+  ffmpegRtpSource,
+  gstreamerRtpSource,
+  type RtpSourceOptions,
+  type RunningSource,
+  type TestCodec,
+} from './media-sources.js';
+export {
+  type RtspServerMount,
+  type RtspServerOptions,
+  type RunningRtspServer,
+  startRtspServer,
+} from './rtsp-server.js';

@@ -13,6 +13,7 @@ import {
   recoverData,
   setFecKernel,
 } from '../src/fec/reed-solomon.js';
+import { seededRandom } from '../src/sim/index.js';
 
 const KERNELS: readonly FecKernelName[] = ['scalar', 'simd'];
 
@@ -60,16 +61,10 @@ function referenceParity(data: readonly Uint8Array[], m: number, symbolSize: num
 // ---------------------------------------------------------------------------------------------------------
 // Helpers.
 
-/** mulberry32: a small seeded PRNG returning 32-bit unsigned integers. */
+/** The project's seeded PRNG, as 32-bit unsigned integers. */
 function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
+  const random = seededRandom(seed);
+  return () => Math.floor(random() * 0x1_0000_0000);
 }
 
 function randomBytes(next: () => number, length: number): Uint8Array {

@@ -1,0 +1,51 @@
+/**
+ * `@svc/media`: the robot daemon's view of its cameras. RTP over UDP and RTSP in, whole access
+ * units out (Annex B for H.264/H.265, complete JPEGs for Motion JPEG), without ever decoding.
+ */
+export { splitAnnexB } from './annexb.js';
+export { checkVideoInput, codecFamily, MJPEG_BANDWIDTH_WARNING, RTP_ENCODING_NAMES } from './codec.js';
+export { applyRtspCredentials, type RtspCredentialEnv } from './credentials.js';
+export { isMediaError, MediaError, type MediaErrorCode } from './errors.js';
+export { H264Depacketizer, type H264DepacketizerOptions } from './h264/depacketizer.js';
+export { h264CodecString } from './h264/sps.js';
+export { H265Depacketizer, type H265DepacketizerOptions } from './h265/depacketizer.js';
+export { h265CodecString } from './h265/sps.js';
+export {
+  RtpPipeline,
+  type RtpPipelineOptions,
+  VideoIngest,
+  type VideoIngestOptions,
+  type VideoIngestStats,
+} from './ingest.js';
+export { JpegDepacketizer, type JpegDepacketizerOptions } from './jpeg/depacketizer.js';
+export { isSecretParameterName, redactText, redactUrl } from './redact.js';
+export { RtpClock } from './rtp/clock.js';
+export { isRtcp, parseRtpPacket, RTP_HEADER_BYTES } from './rtp/packet.js';
+export { ReorderBuffer, type ReorderOptions, type ReorderSink, type ReorderStats } from './rtp/reorder.js';
+export { parseRtpUrl, type RtpEndpoint, UdpRtpSource, type UdpRtpSourceOptions } from './rtp/udp-source.js';
+export {
+  RtspClient,
+  type RtspClientOptions,
+  type RtspOptions,
+  RtspSource,
+  type RtspSourceOptions,
+  type RtspSourceState,
+  type RtspSourceStateDetail,
+} from './rtsp/index.js';
+export {
+  decodeSpropParameterSets,
+  parseSdp,
+  resolveControlUrl,
+  type SdpMedia,
+  type SessionDescription,
+} from './sdp.js';
+export {
+  type AccessUnit,
+  type AccessUnitDetails,
+  type CodecFamily,
+  type Depacketizer,
+  type DepacketizerStats,
+  type Logger,
+  type RtpPacket,
+  silentLogger,
+} from './types.js';

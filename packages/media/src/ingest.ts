@@ -1,0 +1,338 @@
+import { checkVideoInput, MJPEG_BANDWIDTH_WARNING, RTP_ENCODING_NAMES } from './codec.js';
+import { applyRtspCredentials } from './credentials.js';
+import { MediaError } from './errors.js';
+import { H264Depacketizer } from './h264/depacketizer.js';
+import { H265Depacketizer } from './h265/depacketizer.js';
+import { JpegDepacketizer } from './jpeg/depacketizer.js';
+import { redactUrl } from './redact.js';
+import { RtpClock } from './rtp/clock.js';
+import { isRtcp, parseRtpPacket } from './rtp/packet.js';
+import { ReorderBuffer, type ReorderOptions, type ReorderStats } from './rtp/reorder.js';
+import { UdpRtpSource } from './rtp/udp-source.js';
+import { RtspSource, type RtspSourceState, type RtspSourceStateDetail } from './rtsp/source.js';
+import { decodeSpropParameterSets, type SdpMedia } from './sdp.js';
+import {
+  type AccessUnit,
+  type CodecFamily,
+  type Depacketizer,
+  type DepacketizerStats,
+  type Logger,
+  type RtpPacket,
+  silentLogger,
+} from './types.js';
+
+/** Options of {@link VideoIngest}. */
+export interface VideoIngestOptions {
+  /** `rtsp://...` or `rtp://<addr>:<port>` (spec 2.2 `input`). */
+  readonly input: string;
+  /** The channel's WebCodecs codec string (spec 2.3), carried unchanged on every access unit. */
+  readonly codec: string;
+  /** Every whole access unit, in order. */
+  readonly onAccessUnit: (au: AccessUnit) => void;
+  /** RTP packets were lost: the access unit in progress was dropped (a recovery point is needed). */
+  readonly onLoss?: (packets: number) => void;
+  /**
+   * A fatal error: the stream cannot be used as configured (the camera sends another codec). The
+   * ingest has stopped itself.
+   */
+  readonly onError?: (error: MediaError) => void;
+  /** RTSP connection state, with the error that caused a `backoff`. */
+  readonly onStateChange?: (state: RtspSourceState, detail?: RtspSourceStateDetail) => void;
+  /** RTP carried over the RTSP connection (default) or over UDP. */
+  readonly rtspTransport?: 'tcp' | 'udp';
+  /** Source of `SVC_RTSP_USER` / `SVC_RTSP_PASSWORD` (default `process.env`). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly logger?: Logger;
+  readonly reorder?: ReorderOptions;
+  /** RTSP tuning passed to the source (timeouts, backoff), mostly for tests. */
+  readonly rtsp?: {
+    readonly timeoutMs?: number;
+    readonly stallTimeoutMs?: number;
+    readonly backoffBaseMs?: number;
+  };
+}
+
+/** Counters of a {@link VideoIngest}. */
+export interface VideoIngestStats {
+  /** Datagrams or interleaved frames received, RTCP included. */
+  received: number;
+  rtcp: number;
+  malformed: number;
+  /** Packets of a payload type other than the stream's. */
+  foreignPayloadType: number;
+  readonly reorder: ReorderStats;
+  readonly depacketizer: () => DepacketizerStats;
+}
+
+/** The 90 kHz clock of every video payload format here (RFC 6184, 7798, 2435). */
+const VIDEO_CLOCK_RATE = 90_000;
+
+/** Options of {@link RtpPipeline}. */
+export interface RtpPipelineOptions {
+  readonly codec: string;
+  readonly family: CodecFamily;
+  readonly onAccessUnit: (au: AccessUnit) => void;
+  readonly onLoss?: (packets: number) => void;
+  readonly logger?: Logger;
+  readonly reorder?: ReorderOptions;
+}
+
+/**
+ * Raw RTP in, access units out, with no I/O: parse, filter the stream's payload type, reorder,
+ * depacketise, and time-stamp. Sources feed it; the benchmark drives it directly.
+ */
+export class RtpPipeline {
+  readonly stats: VideoIngestStats;
+  readonly #options: RtpPipelineOptions;
+  readonly #logger: Logger;
+  readonly #reorder: ReorderBuffer;
+  readonly #clock = new RtpClock(VIDEO_CLOCK_RATE);
+  #depacketizer: Depacketizer;
+  /** Payload type of the stream; without a description it is learned from the first packet. */
+  #payloadType: number | undefined;
+
+  constructor(options: RtpPipelineOptions) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+    this.#depacketizer = this.#createDepacketizer(undefined);
+    this.#reorder = new ReorderBuffer(
+      {
+        onPacket: (packet, receivedAtMs) => {
+          for (const au of this.#depacketizer.handlePacket(packet, receivedAtMs)) options.onAccessUnit(au);
+        },
+        onLoss: (count) => {
+          this.#depacketizer.handleLoss();
+          options.onLoss?.(count);
+        },
+        onRestart: (reason) => {
+          this.#logger.info({ reason }, 'RTP stream restarted');
+          this.#depacketizer.reset();
+          this.#clock.reset();
+        },
+      },
+      options.reorder,
+    );
+    this.stats = {
+      received: 0,
+      rtcp: 0,
+      malformed: 0,
+      foreignPayloadType: 0,
+      reorder: this.#reorder.stats,
+      depacketizer: () => this.#depacketizer.stats,
+    };
+  }
+
+  /** Takes one raw RTP (or RTCP) packet. */
+  handleRtp(bytes: Uint8Array, receivedAtMs: number): void {
+    this.stats.received++;
+    if (isRtcp(bytes)) {
+      this.stats.rtcp++;
+      return;
+    }
+    let packet: RtpPacket;
+    try {
+      packet = parseRtpPacket(bytes);
+    } catch (err) {
+      this.stats.malformed++;
+      if (this.stats.malformed === 1 || this.stats.malformed % 1000 === 0) {
+        this.#logger.warn(
+          { count: this.stats.malformed, reason: (err as Error).message },
+          'dropping malformed RTP',
+        );
+      }
+      return;
+    }
+    if (this.#payloadType === undefined && this.#acceptsFirst(packet.payloadType))
+      this.#payloadType = packet.payloadType;
+    if (packet.payloadType !== this.#payloadType) {
+      this.stats.foreignPayloadType++;
+      return;
+    }
+    this.#reorder.handlePacket(packet, receivedAtMs);
+  }
+
+  /** Declares overdue gaps lost; see {@link nextDeadlineMs}. */
+  handleTick(nowMs: number): void {
+    this.#reorder.handleTick(nowMs);
+  }
+
+  /** When {@link handleTick} next has work, if any. */
+  nextDeadlineMs(): number | undefined {
+    return this.#reorder.nextDeadlineMs();
+  }
+
+  /** A (new) stream description from RTSP: payload type, parameter sets; restarts depacketising. */
+  describe(media: SdpMedia): void {
+    this.#payloadType = media.payloadType;
+    this.#depacketizer = this.#createDepacketizer(media);
+    this.#clock.reset();
+  }
+
+  /** A bare RTP stream has no description: take the first payload type that fits the codec. */
+  #acceptsFirst(payloadType: number): boolean {
+    return this.#options.family === 'mjpeg' ? payloadType === 26 : payloadType >= 96 && payloadType <= 127;
+  }
+
+  #createDepacketizer(media: SdpMedia | undefined): Depacketizer {
+    const common = {
+      codec: this.#options.codec,
+      logger: this.#logger,
+      toCaptureTimeUs: (ts: number) => this.#clock.toMicros(ts),
+    };
+    const fmtp = media?.fmtp;
+    switch (this.#options.family) {
+      case 'h264':
+        return new H264Depacketizer({ ...common, parameterSets: sprop(fmtp, ['sprop-parameter-sets']) });
+      case 'h265':
+        return new H265Depacketizer({
+          ...common,
+          parameterSets: sprop(fmtp, ['sprop-vps', 'sprop-sps', 'sprop-pps']),
+          donlPresent: Number(fmtp?.get('sprop-max-don-diff') ?? 0) > 0,
+        });
+      case 'mjpeg':
+        return new JpegDepacketizer(common);
+      default: {
+        const never: never = this.#options.family;
+        throw new TypeError(`unknown codec family ${String(never)}`);
+      }
+    }
+  }
+}
+
+/**
+ * One video channel's ingest: a source (`rtp://` socket or RTSP session that reconnects by itself)
+ * feeding an {@link RtpPipeline}. Validates input and codec before anything opens (Motion JPEG
+ * over bare RTP is refused), warns about Motion JPEG's bandwidth, checks the camera's codec
+ * against the configured one, and never lets a malformed packet stop the stream.
+ */
+export class VideoIngest {
+  readonly family: CodecFamily;
+  readonly #options: VideoIngestOptions;
+  readonly #logger: Logger;
+  readonly #pipeline: RtpPipeline;
+  #udp: UdpRtpSource | undefined;
+  #rtsp: RtspSource | undefined;
+  #tickTimer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  private constructor(options: VideoIngestOptions, family: CodecFamily) {
+    this.#options = options;
+    this.family = family;
+    this.#logger = options.logger ?? silentLogger;
+    this.#pipeline = new RtpPipeline({
+      codec: options.codec,
+      family,
+      onAccessUnit: options.onAccessUnit,
+      logger: this.#logger,
+      ...(options.onLoss !== undefined && { onLoss: options.onLoss }),
+      ...(options.reorder !== undefined && { reorder: options.reorder }),
+    });
+  }
+
+  /**
+   * Checks the configuration and starts receiving. Rejects with a `MediaError` for a bad input or
+   * codec, or an `rtp://` endpoint it cannot bind; RTSP failures show as state changes instead,
+   * because the source keeps retrying.
+   */
+  static async start(options: VideoIngestOptions): Promise<VideoIngest> {
+    const family = checkVideoInput(options.input, options.codec);
+    const ingest = new VideoIngest(options, family);
+    const logger = ingest.#logger;
+    if (family === 'mjpeg')
+      logger.warn({ codec: options.codec, input: redactUrl(options.input) }, MJPEG_BANDWIDTH_WARNING);
+    if (options.input.toLowerCase().startsWith('rtp:')) {
+      ingest.#udp = await UdpRtpSource.open({
+        url: options.input,
+        logger,
+        onRtp: (p, at) => ingest.#handleRtp(p, at),
+      });
+    } else {
+      const env = options.env ?? process.env;
+      const url = applyRtspCredentials(options.input, {
+        SVC_RTSP_USER: env.SVC_RTSP_USER,
+        SVC_RTSP_PASSWORD: env.SVC_RTSP_PASSWORD,
+      });
+      ingest.#rtsp = new RtspSource({
+        url,
+        transport: options.rtspTransport ?? 'tcp',
+        logger,
+        ...options.rtsp,
+        onDescription: (media) => ingest.#describe(media),
+        onRtp: (p, at) => ingest.#handleRtp(p, at),
+        onStateChange: (state, detail) => options.onStateChange?.(state, detail),
+      });
+      ingest.#rtsp.start();
+    }
+    return ingest;
+  }
+
+  /** Counters of the pipeline. */
+  get stats(): VideoIngestStats {
+    return this.#pipeline.stats;
+  }
+
+  /** The local UDP port of an `rtp://` input. */
+  get udpPort(): number | undefined {
+    return this.#udp?.port;
+  }
+
+  /** Stops the source and releases sockets and timers. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearTimeout(this.#tickTimer);
+    await Promise.all([this.#udp?.close(), this.#rtsp?.stop()]);
+  }
+
+  #handleRtp(bytes: Uint8Array, receivedAtMs: number): void {
+    if (this.#stopped) return;
+    this.#pipeline.handleRtp(bytes, receivedAtMs);
+    this.#scheduleTick();
+  }
+
+  #describe(media: SdpMedia): void {
+    const expected = RTP_ENCODING_NAMES[this.family];
+    const encoding = media.encodingName.toUpperCase() || (media.payloadType === 26 ? 'JPEG' : '');
+    if (encoding !== expected) {
+      const error = new MediaError(
+        'codec-mismatch',
+        `the camera at ${redactUrl(this.#options.input)} sends ${encoding || `payload type ${media.payloadType}`}, ` +
+          `but the channel's codec "${this.#options.codec}" expects ${expected}: fix codec or input`,
+      );
+      this.#logger.error({ code: error.code }, error.message);
+      void this.stop();
+      this.#options.onError?.(error);
+      return;
+    }
+    this.#pipeline.describe(media);
+  }
+
+  /** Arms a timer so a gap is declared lost even when no further packet comes. */
+  #scheduleTick(): void {
+    const deadline = this.#pipeline.nextDeadlineMs();
+    if (deadline === undefined || this.#tickTimer !== undefined || this.#stopped) return;
+    this.#tickTimer = setTimeout(
+      () => {
+        this.#tickTimer = undefined;
+        this.#pipeline.handleTick(performance.now());
+        this.#scheduleTick();
+      },
+      Math.max(0, deadline - performance.now()),
+    );
+  }
+}
+
+/** Parameter sets from the SDP's `sprop-*` attributes, skipping any that do not decode. */
+function sprop(fmtp: ReadonlyMap<string, string> | undefined, keys: readonly string[]): Uint8Array[] {
+  const sets: Uint8Array[] = [];
+  for (const key of keys) {
+    const value = fmtp?.get(key);
+    if (value === undefined) continue;
+    try {
+      sets.push(...decodeSpropParameterSets(value));
+    } catch {
+      // A camera's broken sprop is no reason to stop: in-band parameter sets still work.
+    }
+  }
+  return sets;
+}

@@ -1,0 +1,159 @@
+import dgram from 'node:dgram';
+import { isIP } from 'node:net';
+import { MediaError } from '../errors.js';
+import type { Logger } from '../types.js';
+import { silentLogger } from '../types.js';
+
+/** Where an `rtp://` input listens. */
+export interface RtpEndpoint {
+  /** Address to bind (the unicast address, or the wildcard for a multicast group). */
+  readonly bindAddress: string;
+  readonly port: number;
+  /** Multicast group to join, when the URL names one. */
+  readonly group?: string;
+  /** Local interface address for the multicast join (`?interface=` in the URL). */
+  readonly interfaceAddress?: string;
+  readonly family: 4 | 6;
+}
+
+/**
+ * Parses `rtp://<addr>:<port>` (IPv4, `[IPv6]`, unicast or multicast group, optional
+ * `?interface=<local address>` for the multicast join). Throws `MediaError('bad-url')` naming what
+ * is wrong.
+ */
+export function parseRtpUrl(input: string): RtpEndpoint {
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    throw new MediaError('bad-url', `"${input}" is not a URL; expected rtp://<address>:<port>`);
+  }
+  if (url.protocol !== 'rtp:')
+    throw new MediaError('bad-url', `expected an rtp:// URL, got ${url.protocol}//`);
+  if (url.username !== '' || url.password !== '') {
+    throw new MediaError(
+      'bad-url',
+      'an rtp:// input takes no credentials (RTP over UDP has no authentication)',
+    );
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const family = isIP(host);
+  if (family === 0) {
+    throw new MediaError(
+      'bad-url',
+      `rtp:// needs an IP address to listen on, got "${host}" (use 0.0.0.0 or [::] for any)`,
+    );
+  }
+  const port = Number(url.port);
+  if (url.port === '' || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new MediaError('bad-url', `rtp:// needs a port in 1..65535, got "${url.port}"`);
+  }
+  const interfaceAddress = url.searchParams.get('interface') ?? undefined;
+  if (interfaceAddress !== undefined && isIP(interfaceAddress) !== family) {
+    throw new MediaError('bad-url', `interface=${interfaceAddress} is not an IPv${family} address`);
+  }
+  const multicast = family === 4 ? isMulticast4(host) : host.toLowerCase().startsWith('ff');
+  const wildcard = family === 4 ? '0.0.0.0' : '::';
+  return {
+    bindAddress: multicast ? wildcard : host,
+    port,
+    family: family as 4 | 6,
+    ...(multicast && { group: host }),
+    ...(interfaceAddress !== undefined && { interfaceAddress }),
+  };
+}
+
+function isMulticast4(address: string): boolean {
+  const first = Number(address.split('.')[0]);
+  return first >= 224 && first <= 239;
+}
+
+/** Options of {@link UdpRtpSource}. */
+export interface UdpRtpSourceOptions {
+  readonly url: string;
+  readonly onRtp: (packet: Uint8Array, receivedAtMs: number) => void;
+  readonly logger?: Logger;
+  /** Kernel receive buffer; a keyframe arrives as a burst (default 4 MiB). */
+  readonly receiveBufferBytes?: number;
+}
+
+/** Receives RTP over UDP on an `rtp://` endpoint, joining the multicast group when there is one. */
+export class UdpRtpSource {
+  readonly endpoint: RtpEndpoint;
+  readonly #socket: dgram.Socket;
+  readonly #options: UdpRtpSourceOptions;
+
+  private constructor(endpoint: RtpEndpoint, socket: dgram.Socket, options: UdpRtpSourceOptions) {
+    this.endpoint = endpoint;
+    this.#socket = socket;
+    this.#options = options;
+  }
+
+  /** Binds the socket and starts delivering packets. */
+  static async open(options: UdpRtpSourceOptions): Promise<UdpRtpSource> {
+    const endpoint = parseRtpUrl(options.url);
+    const logger = options.logger ?? silentLogger;
+    const socket = dgram.createSocket({
+      type: endpoint.family === 4 ? 'udp4' : 'udp6',
+      reuseAddr: endpoint.group !== undefined,
+    });
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(bindError(endpoint, err));
+      socket.once('error', onError);
+      socket.bind(endpoint.port, endpoint.bindAddress, () => {
+        socket.off('error', onError);
+        resolve();
+      });
+    });
+    try {
+      socket.setRecvBufferSize(options.receiveBufferBytes ?? 4 * 1024 * 1024);
+    } catch (err) {
+      logger.warn(
+        { err: (err as Error).message },
+        'could not enlarge the UDP receive buffer; keyframe bursts may be dropped',
+      );
+    }
+    if (endpoint.group !== undefined) {
+      try {
+        socket.addMembership(endpoint.group, endpoint.interfaceAddress);
+      } catch (err) {
+        socket.close();
+        throw new MediaError(
+          'bad-url',
+          `cannot join multicast group ${endpoint.group}: ${(err as Error).message}`,
+          { cause: err },
+        );
+      }
+    }
+    const source = new UdpRtpSource(endpoint, socket, options);
+    socket.on('message', (msg) => options.onRtp(msg, performance.now()));
+    socket.on('error', (err) => logger.error({ err: err.message }, 'RTP socket error'));
+    logger.info({ input: options.url }, 'listening for RTP');
+    return source;
+  }
+
+  /** The locally bound port (useful when the URL asked for a port another process picks). */
+  get port(): number {
+    return this.#socket.address().port;
+  }
+
+  /** Stops receiving and closes the socket. */
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
+    this.#options.logger?.debug({ input: this.#options.url }, 'RTP socket closed');
+  }
+}
+
+function bindError(endpoint: RtpEndpoint, err: Error): MediaError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const where = `${endpoint.bindAddress}:${endpoint.port}`;
+  const why =
+    code === 'EADDRINUSE'
+      ? 'the port is already in use by another process'
+      : code === 'EADDRNOTAVAIL'
+        ? 'that address is not one of this machine’s'
+        : code === 'EACCES'
+          ? 'permission denied (ports below 1024 need privileges)'
+          : err.message;
+  return new MediaError('bad-url', `cannot listen for RTP on ${where}: ${why}`, { cause: err });
+}

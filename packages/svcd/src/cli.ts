@@ -1,0 +1,121 @@
+/**
+ * `svcd`, the robot daemon's command line.
+ *
+ *   svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
+ */
+import { parseArgs } from 'node:util';
+import { isMediaError, redactText } from '@svc/media';
+import { stderrLogger } from './log.js';
+import { type ProbeSummary, probeInput } from './probe.js';
+
+const USAGE = `usage:
+  svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
+
+  Connects to a camera or RTP source the way a video channel would and describes what arrives:
+  one line per access unit, then frame rate, bitrate, keyframe interval, B-frames, slices,
+  parameter sets, and the codec string the stream implies. Credentials for rtsp:// come from the
+  URL or from SVC_RTSP_USER / SVC_RTSP_PASSWORD.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === 'probe-input') return probeCommand(rest);
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    console.log(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  console.error(`svcd: unknown command "${command}"\n\n${USAGE}`);
+  return 2;
+}
+
+async function probeCommand(args: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseProbeArgs>;
+  try {
+    parsed = parseProbeArgs(args);
+  } catch (err) {
+    console.error(`svcd probe-input: ${redactText((err as Error).message)}\n\n${USAGE}`);
+    return 2;
+  }
+  const { url, codec, seconds, json, transport } = parsed;
+  const print = (value: object) => console.log(JSON.stringify(value));
+  try {
+    const summary = await probeInput({
+      input: url,
+      codec,
+      seconds,
+      ...(transport !== undefined && { rtspTransport: transport }),
+      logger: stderrLogger('info'),
+      onAccessUnit: (_au, line) => {
+        if (json) print({ type: 'access-unit', ...line });
+        else {
+          const key = line.keyframe ? 'key' : '   ';
+          const nal = line.nalTypes.length > 0 ? `  NAL ${line.nalTypes.join(',')}` : '';
+          console.log(`  t=${line.t.toFixed(3)}s  ${key}  ${String(line.bytes).padStart(7)} B${nal}`);
+        }
+      },
+    });
+    if (json) print({ type: 'summary', ...summary });
+    else console.log(describe(summary));
+    if (!summary.codecMatches) {
+      const message = `codec mismatch: the stream's parameter sets imply ${summary.streamCodec}, the channel is configured with ${summary.configuredCodec}; set codec = "${summary.streamCodec}"`;
+      if (json) print({ type: 'error', code: 'codec-mismatch', message });
+      else console.error(`error: ${message}`);
+      return 1;
+    }
+    return 0;
+  } catch (err) {
+    const code = isMediaError(err) ? err.code : 'internal';
+    const message = redactText(err instanceof Error ? err.message : String(err));
+    if (json) print({ type: 'error', code, message });
+    else console.error(`error (${code}): ${message}`);
+    return 1;
+  }
+}
+
+function parseProbeArgs(args: string[]) {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      codec: { type: 'string' },
+      seconds: { type: 'string', default: '5' },
+      json: { type: 'boolean', default: false },
+      transport: { type: 'string' },
+    },
+  });
+  const [url, ...extra] = positionals;
+  if (url === undefined || extra.length > 0) throw new Error('give exactly one input URL');
+  if (values.codec === undefined)
+    throw new Error('--codec is required (e.g. avc1.42e01e, hev1.1.6.L93.B0, mjpeg)');
+  const seconds = Number(values.seconds);
+  if (!(seconds > 0 && seconds <= 3600))
+    throw new Error(`--seconds must be a number in (0, 3600], got ${values.seconds}`);
+  const transport = values.transport;
+  if (transport !== undefined && transport !== 'tcp' && transport !== 'udp') {
+    throw new Error(`--transport must be tcp or udp, got ${transport}`);
+  }
+  return {
+    url,
+    codec: values.codec,
+    seconds,
+    json: values.json,
+    transport: transport as 'tcp' | 'udp' | undefined,
+  };
+}
+
+function describe(s: ProbeSummary): string {
+  const interval =
+    s.keyframeIntervalFrames === undefined
+      ? `${s.keyframes} keyframe(s), too few for an interval`
+      : `keyframe every ${s.keyframeIntervalFrames.toFixed(1)} frames (${(s.keyframeIntervalFrames / (s.fps || 1)).toFixed(2)} s)`;
+  const yesNo = (v: boolean) => (v ? 'yes' : 'no');
+  return [
+    `summary for ${s.input}:`,
+    `  ${s.accessUnits} access units over ${s.seconds.toFixed(2)} s: ${s.fps.toFixed(1)} fps, ${s.bitrateKbps.toFixed(0)} kbit/s`,
+    `  ${interval}`,
+    `  B-frames: ${yesNo(s.bFrames)}; multiple slices: ${yesNo(s.multipleSlices)}; parameter sets in-band: ${yesNo(s.inBandParameterSets)}`,
+    `  codec: configured ${s.configuredCodec}, stream implies ${s.streamCodec ?? 'unknown (no parameter set seen)'}${s.codecMatches ? '' : '  <- MISMATCH'}`,
+    `  packets lost: ${s.packetsLost}, malformed: ${s.packetsMalformed}`,
+  ].join('\n');
+}
+
+process.exitCode = await main(process.argv.slice(2));
