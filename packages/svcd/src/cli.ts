@@ -2,14 +2,20 @@
  * `svcd`, the robot daemon's command line.
  *
  *   svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
+ *   svcd check-config --config <path>
  */
 import { parseArgs } from 'node:util';
-import { isMediaError, redactText } from '@svc/media';
+import { isMediaError, redactText, redactUrl } from '@svc/media';
+import { ConfigError, type DaemonConfig, loadConfig } from './config.js';
 import { stderrLogger } from './log.js';
 import { type ProbeSummary, probeInput } from './probe.js';
 
 const USAGE = `usage:
+  svcd check-config --config <path>
   svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
+
+  check-config reads the daemon's TOML configuration and reports every problem with the key, the
+  value and what was expected, or prints the channels it would run.
 
   Connects to a camera or RTP source the way a video channel would and describes what arrives:
   one line per access unit, then frame rate, bitrate, keyframe interval, B-frames, slices,
@@ -19,6 +25,7 @@ const USAGE = `usage:
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === 'probe-input') return probeCommand(rest);
+  if (command === 'check-config') return checkConfigCommand(rest);
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     console.log(USAGE);
     return command === undefined ? 2 : 0;
@@ -69,6 +76,50 @@ async function probeCommand(args: string[]): Promise<number> {
     else console.error(`error (${code}): ${message}`);
     return 1;
   }
+}
+
+async function checkConfigCommand(args: string[]): Promise<number> {
+  let file: string | undefined;
+  try {
+    file = parseArgs({ args, options: { config: { type: 'string' } } }).values.config;
+  } catch (err) {
+    console.error(`svcd check-config: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (file === undefined) {
+    console.error(`svcd check-config: --config <path> is required\n\n${USAGE}`);
+    return 2;
+  }
+  try {
+    const config = await loadConfig(file);
+    for (const warning of config.warnings) console.error(`warn: ${warning}`);
+    console.log(describeConfig(file, config));
+    return 0;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(`error: invalid configuration ${err.message}`);
+    return 1;
+  }
+}
+
+function describeConfig(file: string, config: DaemonConfig): string {
+  const { agent } = config;
+  const lines = [
+    `${file}: ok`,
+    `  robot ${agent.robot_id}, signalling ${redactUrl(agent.signal_url)}, QUIC port ${agent.quic_port}, profile ${agent.qos_profile}, up to ${agent.max_sessions} sessions`,
+  ];
+  for (const c of config.channels) {
+    const where = c.kind === 'command' ? `-> ${redactUrl(c.output)}` : `<- ${redactUrl(c.input)}`;
+    const extra =
+      c.kind === 'video'
+        ? ` ${c.codec} ${c.fps} fps${c.layer.length > 0 ? `, ${c.layer.length} layers` : ''}`
+        : '';
+    lines.push(`  channel ${c.id} ${c.kind} "${c.name}" ${where}${extra}`);
+  }
+  if (config.publisherControl !== undefined) {
+    lines.push(`  publisher control -> ${config.publisherControl.host}:${config.publisherControl.port}`);
+  }
+  return lines.join('\n');
 }
 
 function parseProbeArgs(args: string[]) {
