@@ -1,0 +1,17 @@
+/**
+ * `@svc/transport`: the robot side of the direct path. WebTransport over HTTP/3 on QUIC (quiche
+ * through the `@matrixai/quic` native binding, this package owning the UDP socket), self-signed
+ * certificates with rotation, and the paced datagram send queue.
+ */
+export * from './cert/index.js';
+export { isTransportError, TransportError, type TransportErrorCode } from './errors.js';
+export * from './quic/index.js';
+export {
+  PacedSendQueue,
+  type PacedSendQueueOptions,
+  type QueueOccupancy,
+  type Schedule,
+  type SendQueueStats,
+} from './send-queue.js';
+export type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from './session.js';
+export { WebTransportServer, type WebTransportServerOptions } from './webtransport/server.js';

@@ -1,0 +1,452 @@
+/*
+ * Binding facts this endpoint relies on (`@matrixai/quic` 2.0.9, quiche 0.18.0, BoringSSL via
+ * the `boring` crate; read from its `dist/native/types.d.ts` and checked at runtime):
+ *
+ * - Loading: `@matrixai/quic/native/quiche.js` default-exports the napi module for this platform
+ *   (`@matrixai/quic-linux-x64/node.napi.node`); nothing of QUICServer/QUICSocket is involved.
+ * - Config: `Config.withBoringSslCtx(verifyPeer, verifyAllowFail, caPem, [keyPem], [chainPem],
+ *   sigalgs)` takes PEM bytes from memory; only the first key/chain of the lists is used. Setters:
+ *   setApplicationProtos, setMaxIdleTimeout (ms), setMax{Recv,Send}UdpPayloadSize,
+ *   setInitialMax*, enableDgram(on, recvQueue, sendQueue), setCcAlgorithmName('cubic' | 'reno' |
+ *   'bbr'; 'bbr2' is refused by this build), enablePacing, setDisableActiveMigration.
+ * - `Header.fromSlice(packet, dcidLen)` parses long and short headers (reads only; copies the
+ *   ids). `versionIsSupported(v)`, `negotiateVersion(scid, dcid, out)` build version negotiation.
+ * - `Connection.accept(scid, odcid | null, local, peer, config)`; addresses are `{host, port}`
+ *   literals; `local` must be the same value on every `recv` (we use the bound address).
+ * - `recv(buf, {from, to})` decrypts IN PLACE in the caller's buffer: parse the header first, and
+ *   never reuse the buffer afterwards (Node gives every `message` a fresh Buffer).
+ * - `send(buf)` writes one packet into `buf` and returns `[length, {from, to, at}]`, or `null` when
+ *   there is nothing to send. `at` (the pacing time) is an opaque napi External: it cannot be read
+ *   from JS, so packets leave at once. `buf` is ours and reused, hence every packet is COPIED
+ *   before `dgram.send` (Node may queue the buffer it is given).
+ * - quiche's `Done` becomes `null` (send, streamRecv, streamSend, dgramSend = queue full,
+ *   dgramRecvVec = empty, close = already closing); every other error is thrown as a plain Error
+ *   with `code: 'GenericFailure'` and the Debug text of `quiche::Error` as message
+ *   (`BufferTooShort`, `InvalidStreamState(4)`, `StreamReset(258)`, `StreamStopped(258)`, …).
+ * - `streamSend` and `dgramSend` copy the caller's bytes into quiche; `streamRecv` fills the
+ *   buffer it is given (ours, copied out); `dgramRecvVec` returns a fresh buffer.
+ * - `timeout()` is whole milliseconds (truncated) or `null`; `onTimeout()` then flush.
+ * - `pathStats()` gives rtt in whole milliseconds (0 on loopback), cwnd, deliveryRate (bytes/s),
+ *   pmtu; no min-RTT and no bytes in flight are exposed.
+ * - `dgramMaxWritableLen()` is `null` before the handshake completes (1310 with a 1350-byte
+ *   payload limit on both sides, 1326 towards Chromium 156).
+ * - Pitfall: BoringSSL silently drops a private key that does not match the certificate loaded
+ *   after it; the Config builds and every handshake then fails. Key and certificate are matched
+ *   with node:crypto before a Config is built.
+ * - Pitfall: Chromium's ClientHello (with a post-quantum key share) spans two Initial datagrams
+ *   sent with the same client-chosen DCID before our reply arrives, so a new connection is routed
+ *   by that DCID as well as by the id we issue.
+ */
+import { Buffer } from 'node:buffer';
+import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
+import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import { isIP } from 'node:net';
+import type { CertificateSource } from '../cert/rotation.js';
+import type { CertificateMaterial } from '../cert/self-signed.js';
+import { type NativeConfig, type NativeConnection, type NativeHostPort, quiche } from './binding.js';
+import {
+  buildServerConfig,
+  type QuicTransportOptions,
+  type ResolvedTransportOptions,
+  resolveTransportOptions,
+} from './config.js';
+import { type ConnectionHost, QuicConnection, type SocketAddress } from './connection.js';
+import { type EventMap, type Listener, TypedEmitter } from './emitter.js';
+import { parsePacketHeader } from './header.js';
+
+/** Length of the connection ids this endpoint issues (RFC 9000 allows up to 20). */
+const SCID_LENGTH = 16;
+
+/** RFC 9000 §14.1: a client's Initial travels in a datagram of at least 1200 bytes. */
+const MIN_INITIAL_DATAGRAM = 1200;
+
+/** RFC 9000 §7.2: the client's first destination connection id is at least 8 bytes. */
+const MIN_INITIAL_DCID = 8;
+
+/** Scratch size for stream reads. */
+const STREAM_READ_CHUNK = 65_536;
+
+/** Options of {@link QuicEndpoint.listen}. */
+export interface QuicEndpointOptions extends QuicTransportOptions {
+  /** Address to bind: `0.0.0.0`, `127.0.0.1`, `::`, `::1` or another literal. */
+  host: string;
+  /** UDP port; 0 picks a free one (read it from {@link QuicEndpoint.port}). */
+  port: number;
+  /** Certificate for new connections, asked for at every handshake (`CertificateRotation` is one). */
+  certificates: CertificateSource;
+  /** With `::`, accept IPv6 only instead of IPv4 as well (dual stack); defaults to false. */
+  ipv6Only?: boolean;
+  /** Connections held at once; further handshakes are ignored. Defaults to 1000. */
+  maxConnections?: number;
+  /** Kernel socket receive/send buffer size in bytes, for bursts of video; defaults to the system's. */
+  socketBufferBytes?: number;
+}
+
+/** Events of a {@link QuicEndpoint}. */
+export interface QuicEndpointEvents extends EventMap {
+  /** A handshake completed; attach the connection's listeners here. */
+  connection: [conn: QuicConnection];
+  /**
+   * A socket error after binding, or an error thrown by a listener of the endpoint or of one of
+   * its connections. Without a listener such errors are rethrown as uncaught exceptions.
+   */
+  error: [err: unknown];
+}
+
+/** Counters of what the endpoint dropped, for diagnostics. */
+export interface QuicEndpointCounters {
+  /** Datagrams whose header did not parse. */
+  readonly malformed: number;
+  /** Packets for no known connection that could not start one. */
+  readonly unroutable: number;
+  /** Version negotiation packets sent. */
+  readonly versionNegotiations: number;
+  /** Handshakes ignored because `maxConnections` was reached or the endpoint is closing. */
+  readonly refused: number;
+  /** UDP sends that failed. */
+  readonly sendErrors: number;
+}
+
+/**
+ * The QUIC server of the WebTransport endpoint: one UDP socket, many connections.
+ *
+ * quiche is used sans-IO: this class owns the socket, parses each datagram's header, routes it by
+ * destination connection id to its {@link QuicConnection} (creating one for a new client
+ * Initial), and sends what the connections produce. Certificates come from a
+ * {@link CertificateSource}; each certificate gets its own quiche `Config`, so connections keep
+ * the certificate they started with across a rotation.
+ */
+export class QuicEndpoint {
+  readonly #socket: Socket;
+  readonly #options: ResolvedTransportOptions;
+  readonly #certificates: CertificateSource;
+  readonly #maxConnections: number;
+  readonly #local: NativeHostPort;
+  readonly #events: TypedEmitter<QuicEndpointEvents>;
+  readonly #routes = new Map<string, QuicConnection>();
+  readonly #connections = new Set<QuicConnection>();
+  readonly #configs = new Map<string, NativeConfig>();
+  readonly #host: ConnectionHost;
+  readonly #counters = { malformed: 0, unroutable: 0, versionNegotiations: 0, refused: 0, sendErrors: 0 };
+  #pendingSends = 0;
+  #sendsDrained: (() => void) | undefined;
+  #closing: Promise<void> | undefined;
+
+  private constructor(
+    socket: Socket,
+    options: ResolvedTransportOptions,
+    certificates: CertificateSource,
+    maxConnections: number,
+  ) {
+    this.#socket = socket;
+    this.#options = options;
+    this.#certificates = certificates;
+    this.#maxConnections = maxConnections;
+    const address = socket.address();
+    this.#local = { host: address.address, port: address.port };
+    // An `error` listener that throws must not loop back into `error`.
+    this.#events = new TypedEmitter((err, event) =>
+      event === 'error' ? throwLater(err) : this.#reportError(err),
+    );
+    this.#host = {
+      sendBuffer: new Uint8Array(options.maxSendUdpPayload),
+      recvBuffer: new Uint8Array(STREAM_READ_CHUNK),
+      sendPacket: (packet, to) => this.#send(packet, to),
+      established: (conn) => this.#events.emit('connection', conn),
+      removed: (conn) => this.#remove(conn),
+      reportError: (err) => this.#reportError(err),
+    };
+    socket.on('message', (msg, rinfo) => {
+      try {
+        this.#onMessage(msg, rinfo);
+      } catch (err) {
+        // A failure while handling one datagram must not take the socket down.
+        this.#reportError(err);
+      }
+    });
+    socket.on('error', (err) => this.#reportError(err));
+  }
+
+  /**
+   * Binds the UDP socket and starts accepting connections.
+   *
+   * @throws TypeError for invalid options or a certificate quiche cannot load; the socket's
+   *   system error (`EADDRINUSE`, `EADDRNOTAVAIL`, …) when binding fails.
+   */
+  static async listen(options: QuicEndpointOptions): Promise<QuicEndpoint> {
+    const { host, port, certificates, ipv6Only = false, maxConnections = 1000, socketBufferBytes } = options;
+    const family = isIP(host);
+    if (family === 0)
+      throw new TypeError(`QUIC option host must be an IP address literal, got ${String(host)}`);
+    if (!(Number.isInteger(port) && port >= 0 && port <= 65_535)) {
+      throw new TypeError(`QUIC option port must be an integer from 0 to 65535, got ${String(port)}`);
+    }
+    if (!(Number.isInteger(maxConnections) && maxConnections > 0)) {
+      throw new TypeError(
+        `QUIC option maxConnections must be a positive integer, got ${String(maxConnections)}`,
+      );
+    }
+    if (socketBufferBytes !== undefined && !(Number.isInteger(socketBufferBytes) && socketBufferBytes > 0)) {
+      throw new TypeError(
+        `QUIC option socketBufferBytes must be a positive integer, got ${String(socketBufferBytes)}`,
+      );
+    }
+    if (certificates === null || typeof certificates?.current !== 'function') {
+      throw new TypeError('QUIC option certificates must have a current() method');
+    }
+    const resolved = resolveTransportOptions(options);
+    // Fail now, not at the first handshake, when the certificate does not load.
+    const firstConfig = configFor(certificates.current(), resolved);
+
+    const socket = createSocket({
+      type: family === 6 ? 'udp6' : 'udp4',
+      ipv6Only,
+      ...(socketBufferBytes === undefined
+        ? {}
+        : { recvBufferSize: socketBufferBytes, sendBufferSize: socketBufferBytes }),
+    });
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => {
+        socket.off('listening', onListening);
+        socket.close();
+        reject(err);
+      };
+      const onListening = () => {
+        socket.off('error', onError);
+        resolve();
+      };
+      socket.once('error', onError);
+      socket.once('listening', onListening);
+      socket.bind({ address: host, port, exclusive: true });
+    });
+    const endpoint = new QuicEndpoint(socket, resolved, certificates, maxConnections);
+    endpoint.#configs.set(hashKey(certificates.current()), firstConfig);
+    return endpoint;
+  }
+
+  /** Adds a listener; returns a function that removes it. */
+  on<K extends keyof QuicEndpointEvents>(event: K, listener: Listener<QuicEndpointEvents, K>): () => void {
+    return this.#events.on(event, listener);
+  }
+
+  /** Removes a listener. */
+  off<K extends keyof QuicEndpointEvents>(event: K, listener: Listener<QuicEndpointEvents, K>): void {
+    this.#events.off(event, listener);
+  }
+
+  /** The bound UDP port (the real one when 0 was asked for). */
+  get port(): number {
+    return this.#local.port;
+  }
+
+  /** The bound address and port. */
+  get address(): SocketAddress {
+    return { host: this.#local.host, port: this.#local.port };
+  }
+
+  /** The transport options in force, defaults applied. */
+  get options(): ResolvedTransportOptions {
+    return this.#options;
+  }
+
+  /** Connections currently held (handshaking, open or closing). */
+  get connectionCount(): number {
+    return this.#connections.size;
+  }
+
+  /** The connections currently held. */
+  connections(): QuicConnection[] {
+    return [...this.#connections];
+  }
+
+  /** What the endpoint dropped so far. */
+  counters(): QuicEndpointCounters {
+    return { ...this.#counters };
+  }
+
+  /**
+   * Closes every connection (each peer gets a CONNECTION_CLOSE with NO_ERROR and each
+   * connection emits `closed` with initiator `endpoint`), waits for those packets to leave, then
+   * closes the socket. Safe to call more than once.
+   */
+  close(reason = 'server shutting down'): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const conn of [...this.#connections]) conn.terminate(reason);
+      if (this.#pendingSends > 0) {
+        await new Promise<void>((resolve) => {
+          this.#sendsDrained = resolve;
+        });
+      }
+      await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
+      this.#configs.clear();
+      this.#events.clear();
+    })();
+    return this.#closing;
+  }
+
+  #onMessage(msg: Buffer, rinfo: RemoteInfo): void {
+    const header = parsePacketHeader(msg, SCID_LENGTH);
+    if (header === null) {
+      this.#counters.malformed++;
+      return;
+    }
+    const from: NativeHostPort = { host: rinfo.address, port: rinfo.port };
+    const known = this.#routes.get(hex(header.dcid));
+    if (known !== undefined) {
+      known.handlePacket(msg, from);
+      return;
+    }
+    if (header.type === 'short' || header.type === 'version-negotiation') {
+      this.#counters.unroutable++;
+      return;
+    }
+    if (!quiche.versionIsSupported(header.version)) {
+      // Answer only datagrams big enough to be a client's first flight (no amplification).
+      if (msg.byteLength >= MIN_INITIAL_DATAGRAM && this.#closing === undefined) {
+        this.#sendVersionNegotiation(header.scid, header.dcid, from);
+      } else {
+        this.#counters.unroutable++;
+      }
+      return;
+    }
+    if (
+      header.type !== 'initial' ||
+      msg.byteLength < MIN_INITIAL_DATAGRAM ||
+      header.dcid.byteLength < MIN_INITIAL_DCID
+    ) {
+      this.#counters.unroutable++;
+      return;
+    }
+    if (this.#closing !== undefined || this.#connections.size >= this.#maxConnections) {
+      this.#counters.refused++;
+      return;
+    }
+    const conn = this.#accept(header.dcid, from);
+    conn?.handlePacket(msg, from);
+  }
+
+  /** Creates the connection for a client's first Initial and files it under both its ids. */
+  #accept(clientDcid: Uint8Array, from: NativeHostPort): QuicConnection | undefined {
+    const scid = randomBytes(SCID_LENGTH);
+    let native: NativeConnection;
+    try {
+      const config = this.#currentConfig();
+      native = quiche.Connection.accept(scid, null, this.#local, from, config);
+    } catch (err) {
+      this.#reportError(err);
+      return undefined;
+    }
+    // The client keeps using its own first DCID until our Initial reaches it (Chromium splits
+    // a post-quantum ClientHello over several Initials), so that id routes here too.
+    const keys = [hex(scid), hex(clientDcid)];
+    const conn = new QuicConnection(native, this.#host, this.#local, from, keys);
+    for (const key of keys) this.#routes.set(key, conn);
+    this.#connections.add(conn);
+    return conn;
+  }
+
+  /** The quiche Config for the current certificate, built once per certificate. */
+  #currentConfig(): NativeConfig {
+    const material = this.#certificates.current();
+    const key = hashKey(material);
+    let config = this.#configs.get(key);
+    if (config === undefined) {
+      config = configFor(material, this.#options);
+      this.#configs.set(key, config);
+      // Keep the two newest: connections hold their own reference to the TLS context anyway.
+      while (this.#configs.size > 2) {
+        const oldest = this.#configs.keys().next().value;
+        if (oldest === undefined) break;
+        this.#configs.delete(oldest);
+      }
+    }
+    return config;
+  }
+
+  #sendVersionNegotiation(clientScid: Uint8Array, clientDcid: Uint8Array, to: NativeHostPort): void {
+    const out = new Uint8Array(MIN_INITIAL_DATAGRAM);
+    let length: number;
+    try {
+      length = quiche.negotiateVersion(clientScid, clientDcid, out);
+    } catch {
+      this.#counters.unroutable++;
+      return;
+    }
+    this.#counters.versionNegotiations++;
+    this.#send(Buffer.from(out.subarray(0, length)), to);
+  }
+
+  #remove(conn: QuicConnection): void {
+    for (const key of conn.routingKeys) {
+      if (this.#routes.get(key) === conn) this.#routes.delete(key);
+    }
+    this.#connections.delete(conn);
+  }
+
+  /** Sends one datagram; `packet` must be a buffer nobody else writes to. */
+  #send(packet: Buffer, to: NativeHostPort): void {
+    this.#pendingSends++;
+    try {
+      this.#socket.send(packet, to.port, to.host, (err) => {
+        if (err) this.#counters.sendErrors++;
+        this.#sendDone();
+      });
+    } catch {
+      // The socket is already closed.
+      this.#counters.sendErrors++;
+      this.#sendDone();
+    }
+  }
+
+  #sendDone(): void {
+    this.#pendingSends--;
+    if (this.#pendingSends === 0 && this.#sendsDrained !== undefined) {
+      const drained = this.#sendsDrained;
+      this.#sendsDrained = undefined;
+      drained();
+    }
+  }
+
+  #reportError(err: unknown): void {
+    if (this.#events.listenerCount('error') > 0) this.#events.emit('error', err);
+    else throwLater(err);
+  }
+}
+
+/** Rethrows `err` as an uncaught exception, so an error nobody listens for is not lost. */
+function throwLater(err: unknown): void {
+  queueMicrotask(() => {
+    throw err;
+  });
+}
+
+/**
+ * Builds the quiche Config for `material`, as a TypeError when the key does not match the
+ * certificate or quiche refuses them. The match is checked here because BoringSSL silently drops
+ * a key that does not match the certificate loaded after it, and every handshake then fails.
+ */
+function configFor(material: CertificateMaterial, options: ResolvedTransportOptions): NativeConfig {
+  try {
+    if (!new X509Certificate(material.certPem).checkPrivateKey(createPrivateKey(material.keyPem))) {
+      throw new Error('the private key does not belong to the certificate');
+    }
+    return buildServerConfig(material, options);
+  } catch (err) {
+    throw new TypeError(
+      `quiche cannot use the certificate or key: ${err instanceof Error ? err.message : String(err)}`,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+/** Cache key of a certificate: its SHA-256, hex. */
+function hashKey(material: CertificateMaterial): string {
+  return hex(material.sha256);
+}
+
+/** Lower-case hex of `bytes` without copying them. */
+function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+}
