@@ -12,6 +12,7 @@
  * - `frame-too-large`: a frame exceeds the reassembler's size limit.
  * - `unrecoverable`: fewer chunks than data chunks were given to the erasure decoder.
  * - `chunk-mismatch`: chunks of one block disagree (sizes or counts), so the block cannot be trusted.
+ * - `control-message`: a control-stream line that is not JSON, breaks the schema, or is too long.
  */
 export type WireErrorCode =
   | 'short-datagram'
@@ -24,7 +25,8 @@ export type WireErrorCode =
   | 'frame-info-short'
   | 'frame-too-large'
   | 'unrecoverable'
-  | 'chunk-mismatch';
+  | 'chunk-mismatch'
+  | 'control-message';
 
 /** The one error class of `@svc/wire`: bad bytes from a peer, or a block that cannot be repaired. */
 export class WireError extends Error {

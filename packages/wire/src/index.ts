@@ -12,6 +12,13 @@ export {
   stampSenderTimestamp,
   WIRE_VERSION,
 } from './chunk/header.js';
+export {
+  type ControlChannel,
+  ControlLineReader,
+  type ControlMessage,
+  encodeControlMessage,
+  MAX_CONTROL_LINE_BYTES,
+} from './control.js';
 export { isWireError, WireError, type WireErrorCode } from './errors.js';
 export { encodeParity, MAX_BLOCK_CHUNKS, recoverData } from './fec/reed-solomon.js';
 export {

@@ -202,8 +202,10 @@ class H3Connection {
       else respond(check.status);
       return;
     }
-    if (check.request.path !== this.#hooks.path) return respond(404);
-    if (!this.#hooks.canAccept()) return respond(429);
+    if (check.request.path !== this.#hooks.path || !this.#hooks.canAccept()) {
+      respond(check.request.path !== this.#hooks.path ? 404 : 429);
+      return;
+    }
     const writer = new StreamWriter(this.#conn, id);
     writer.write(encodeWebTransportResponse(200));
     const session = new WebTransportSession(this.#conn, id, writer, check.request.path, () => {
@@ -272,7 +274,6 @@ class WebTransportSession implements Session {
   readonly remoteAddress: string;
   readonly path: string;
   readonly #conn: QuicConnection;
-  readonly #connectStream: number;
   readonly #connectWriter: StreamWriter;
   readonly #prefix: Uint8Array;
   readonly #capsules = new CapsuleReader();
@@ -294,7 +295,6 @@ class WebTransportSession implements Session {
     onGone: () => void,
   ) {
     this.#conn = conn;
-    this.#connectStream = connectStream;
     this.#connectWriter = writer;
     this.path = path;
     this.#onGone = onGone;

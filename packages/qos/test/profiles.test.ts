@@ -1,0 +1,22 @@
+import { parityCountFor } from '@svc/wire';
+import { describe, expect, it } from 'vitest';
+import { QOS_PROFILES, qosProfile } from '../src/index.js';
+
+describe('QoS profiles', () => {
+  it('carry the architecture page numbers', () => {
+    expect(
+      Object.values(QOS_PROFILES).map((p) => [p.name, p.ceilingKbps, p.maxGopMs, p.presentationDelayMs]),
+    ).toEqual([
+      ['latency', 1500, 10_000, 50],
+      ['balanced', 3000, 10_000, 100],
+      ['quality', 6000, 4000, 150],
+    ]);
+  });
+
+  it('give small frames three parity chunks and large ones the profile rate', () => {
+    const balanced = qosProfile('balanced');
+    expect(parityCountFor(2, balanced.parity.delta)).toBe(3);
+    expect(parityCountFor(40, balanced.parity.delta)).toBe(6);
+    expect(parityCountFor(40, balanced.parity.key)).toBe(12);
+  });
+});

@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import { WireError } from './errors.js';
+
+/**
+ * Control-stream messages: one JSON object per line (`\n`), each with a `type`, on the first
+ * bidirectional stream of a session. The contract is `docs/protocol/control.md`.
+ */
+const channel = z.object({
+  id: z.number().int().min(1).max(255),
+  name: z.string().max(128),
+  kind: z.enum(['video', 'sensor', 'command']),
+  codec: z.string().max(128),
+});
+
+/** A channel as the robot announces it in `welcome`. */
+export type ControlChannel = z.infer<typeof channel>;
+
+const qosProfile = z.enum(['latency', 'balanced', 'quality']);
+
+const messages = [
+  z.object({ type: z.literal('hello'), v: z.literal(1), token: z.string().max(8192) }).strict(),
+  z
+    .object({
+      type: z.literal('welcome'),
+      session_id: z.string().max(128),
+      role: z.enum(['driver', 'observer']),
+      channels: z.array(channel).max(255),
+      qos: z
+        .object({ profile: qosProfile, presentation_delay_ms: z.number().int().min(0).max(10_000) })
+        .strict(),
+    })
+    .strict(),
+  z.object({ type: z.literal('denied'), reason: z.string().max(256) }).strict(),
+  z.object({ type: z.literal('ping'), t: z.number() }).strict(),
+  z.object({ type: z.literal('pong'), t: z.number(), robot_time: z.number() }).strict(),
+  z.object({ type: z.literal('request-keyframe'), channel: z.number().int().min(1).max(255) }).strict(),
+  z
+    .object({
+      type: z.literal('loss'),
+      channel: z.number().int().min(1).max(255),
+      chunk_loss: z.number().min(0).max(1),
+      frames_lost: z.number().int().min(0),
+    })
+    .strict(),
+  z.object({ type: z.literal('set-qos'), profile: qosProfile }).strict(),
+  z
+    .object({
+      type: z.literal('agent-stats'),
+      channels: z.record(z.string(), z.record(z.string(), z.number())),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('pilot-stats'),
+      channels: z.record(z.string(), z.record(z.string(), z.number())),
+    })
+    .strict(),
+  z.object({ type: z.literal('bye'), reason: z.string().max(256).optional() }).strict(),
+] as const;
+
+const controlMessage = z.discriminatedUnion('type', messages);
+
+/** Any control-stream message. */
+export type ControlMessage = z.infer<typeof controlMessage>;
+
+/** Longest control line accepted (bytes, newline excluded). */
+export const MAX_CONTROL_LINE_BYTES = 64 * 1024;
+
+const encoder = new TextEncoder();
+
+/** One message as a line of UTF-8 JSON. Throws `TypeError` for a message that breaks the schema. */
+export function encodeControlMessage(message: ControlMessage): Uint8Array {
+  const checked = controlMessage.safeParse(message);
+  if (!checked.success)
+    throw new TypeError(`invalid control message: ${checked.error.issues[0]?.message ?? ''}`);
+  return encoder.encode(`${JSON.stringify(message)}\n`);
+}
+
+/**
+ * Splits control-stream bytes into messages. `push` returns the messages completed by a chunk; a
+ * line that is not JSON, breaks the schema or is too long is reported as a {@link WireError}
+ * (`control-message`) in the result, without stopping the stream.
+ */
+export class ControlLineReader {
+  readonly #decoder = new TextDecoder('utf-8', { fatal: false });
+  #partial = '';
+  #partialBytes = 0;
+  #discarding = false;
+
+  /** Takes the next bytes of the stream. */
+  push(bytes: Uint8Array): (ControlMessage | WireError)[] {
+    const out: (ControlMessage | WireError)[] = [];
+    let start = 0;
+    for (let nl = bytes.indexOf(0x0a); nl >= 0; nl = bytes.indexOf(0x0a, start)) {
+      this.#append(bytes.subarray(start, nl), out);
+      if (!this.#discarding) out.push(parseLine(this.#partial));
+      this.#partial = '';
+      this.#partialBytes = 0;
+      this.#discarding = false;
+      start = nl + 1;
+    }
+    this.#append(bytes.subarray(start), out);
+    return out;
+  }
+
+  #append(bytes: Uint8Array, out: (ControlMessage | WireError)[]): void {
+    if (this.#discarding || bytes.byteLength === 0) return;
+    this.#partialBytes += bytes.byteLength;
+    if (this.#partialBytes > MAX_CONTROL_LINE_BYTES) {
+      this.#discarding = true;
+      this.#partial = '';
+      out.push(
+        new WireError('control-message', `control line longer than ${MAX_CONTROL_LINE_BYTES} bytes; skipped`),
+      );
+      return;
+    }
+    this.#partial += this.#decoder.decode(bytes, { stream: true });
+  }
+}
+
+function parseLine(line: string): ControlMessage | WireError {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return new WireError('control-message', `control line is not JSON: ${JSON.stringify(line.slice(0, 80))}`);
+  }
+  const checked = controlMessage.safeParse(value);
+  if (checked.success) return checked.data;
+  const issue = checked.error.issues[0];
+  const type =
+    typeof value === 'object' && value !== null ? String((value as { type?: unknown }).type) : typeof value;
+  return new WireError(
+    'control-message',
+    `control message "${type}" rejected at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`,
+  );
+}
