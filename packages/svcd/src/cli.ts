@@ -3,16 +3,23 @@
  *
  *   svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
  *   svcd check-config --config <path>
+ *   svcd --config <path> --dev [--host <address>]
  */
 import { parseArgs } from 'node:util';
 import { isMediaError, redactText, redactUrl } from '@svc/media';
 import { ConfigError, type DaemonConfig, loadConfig } from './config.js';
 import { stderrLogger } from './log.js';
 import { type ProbeSummary, probeInput } from './probe.js';
+import { type RunningDaemon, serve } from './serve.js';
 
 const USAGE = `usage:
+  svcd --config <path> --dev [--host <address>]
   svcd check-config --config <path>
   svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
+
+  --dev runs the direct path for development: video channels served over WebTransport on
+  quic_port to any pilot that has the printed URL and certificate hash, with any token (until
+  signalling and pilot session tokens exist).
 
   check-config reads the daemon's TOML configuration and reports every problem with the key, the
   value and what was expected, or prints the channels it would run.
@@ -26,6 +33,7 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === 'probe-input') return probeCommand(rest);
   if (command === 'check-config') return checkConfigCommand(rest);
+  if (command === '--config') return runCommand(argv);
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     console.log(USAGE);
     return command === undefined ? 2 : 0;
@@ -76,6 +84,63 @@ async function probeCommand(args: string[]): Promise<number> {
     else console.error(`error (${code}): ${message}`);
     return 1;
   }
+}
+
+async function runCommand(args: string[]): Promise<number> {
+  let values: { config?: string; dev?: boolean; host?: string };
+  try {
+    values = parseArgs({
+      args,
+      options: { config: { type: 'string' }, dev: { type: 'boolean' }, host: { type: 'string' } },
+    }).values;
+  } catch (err) {
+    console.error(`svcd: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.config === undefined) {
+    console.error(`svcd: --config <path> is required\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.dev !== true) {
+    console.error(
+      'svcd: without --dev the daemon connects to the signalling server and verifies pilot session tokens, which this ' +
+        'build does not do yet; run with --dev to serve pilots directly for development',
+    );
+    return 2;
+  }
+  const logger = stderrLogger('info');
+  let config: DaemonConfig;
+  try {
+    config = await loadConfig(values.config);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(`error: invalid configuration ${err.message}`);
+    return 1;
+  }
+  let daemon: RunningDaemon;
+  try {
+    daemon = await serve({
+      config,
+      logger,
+      dev: true,
+      ...(values.host !== undefined && { host: values.host }),
+    });
+  } catch (err) {
+    console.error(`error: ${redactText(err instanceof Error ? err.message : String(err))}`);
+    return 1;
+  }
+  logger.warn(
+    {},
+    'development mode: any pilot with the URL and certificate hash may connect, with any token',
+  );
+  const [hash] = daemon.certificateHashes();
+  console.log(`dev: pilot URL https://127.0.0.1:${daemon.port}/ certificate sha-256 ${hash}`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await daemon.stop();
+  return 0;
 }
 
 async function checkConfigCommand(args: string[]): Promise<number> {

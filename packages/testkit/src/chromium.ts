@@ -101,6 +101,8 @@ export interface RunInChromiumOptions {
   args?: unknown[];
   /** Limit for loading the page and running the function. Defaults to 30 000 ms. */
   timeoutMs?: number;
+  /** When set, a PNG screenshot of the page is written here after the function returns. */
+  screenshotPath?: string;
   /**
    * When true, `console.error` output in the page does not fail the run (it is still reported
    * when the run fails for another reason). Uncaught errors always fail the run.
@@ -200,10 +202,12 @@ async function runBundle<T>(browser: Browser, opts: RunInChromiumOptions, bundle
       // The `import()` lives in the page (PAGE_HTML), not in this callback: Playwright sends the
       // callback's source text, and under vitest that text has `import()` rewritten to
       // `__vite_ssr_dynamic_import__()`, which does not exist in the browser.
-      return (await page.evaluate(
+      const value = (await page.evaluate(
         ({ name, callArgs }) => (globalThis as unknown as PageRunner).__testkitRun(name, callArgs),
         { name: exportName, callArgs: args },
       )) as T;
+      if (opts.screenshotPath !== undefined) await page.screenshot({ path: opts.screenshotPath });
+      return value;
     })();
     // Once the timeout wins, closing the context in `finally` makes `work` reject; nobody awaits
     // it any more, so that rejection is dropped here on purpose.

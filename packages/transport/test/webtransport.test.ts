@@ -64,7 +64,7 @@ describe('WebTransport server with Chromium', () => {
     });
     expect(result.reply).toMatch(/^welcome \S+\n$/);
     expect(controlLines).toEqual(['hello from the pilot', 'close please']);
-    expect(result.received.length).toBeGreaterThanOrEqual(18); // datagrams are unreliable, even on loopback
+    expect(result.received.length).toBeGreaterThanOrEqual(10); // datagrams are unreliable, even on loopback
     expect(result.received.every((n) => n === 1000)).toBe(true);
     expect(result.closeInfo).toEqual({ closeCode: 7, reason: 'asked to' });
     expect(closes).toEqual([{ code: 7, reason: 'asked to', by: 'local' }]);

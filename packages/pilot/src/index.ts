@@ -1,0 +1,52 @@
+/**
+ * `@svc/pilot`: the browser pilot SDK. This part decodes a robot's video channels (WebCodecs for
+ * H.264 and H.265, image decoding for Motion JPEG), paints them on a canvas with a bounded
+ * presentation delay, and keeps their statistics. Browser code only: no Node-only API.
+ *
+ * @packageDocumentation
+ */
+
+export {
+  type DirectConnectOptions,
+  PilotConnection,
+  type PilotConnectionState,
+  type PilotConnectionStats,
+} from './connection.js';
+export {
+  codecFamily,
+  codecLabel,
+  explainUnsupported,
+  type UnsupportedCodec,
+  type VideoCodecFamily,
+} from './video/codec.js';
+export {
+  type DecodedFrameMeta,
+  type KeyframeRequestReason,
+  type KeyframeWaitReason,
+  type LossPolicy,
+  VideoChannelDecoder,
+  type VideoChannelDecoderOptions,
+  type VideoChannelDecoderState,
+} from './video/decoder.js';
+export { clearVideoMessage, showVideoMessage, VIDEO_MESSAGE_ATTRIBUTE } from './video/message.js';
+export {
+  type PlayerPaintReport,
+  VideoChannelPlayer,
+  type VideoChannelPlayerOptions,
+} from './video/player.js';
+export {
+  CanvasPresenter,
+  type CanvasPresenterOptions,
+  type PaintReport,
+  type PresentableFrame,
+  type PresentMeta,
+  type RequestFrame,
+} from './video/presenter.js';
+export {
+  type DecodeTimeSnapshot,
+  type LatencySnapshot,
+  sendToPaintMs,
+  VideoStats,
+  type VideoStatsOptions,
+  type VideoStatsSnapshot,
+} from './video/stats.js';

@@ -1,0 +1,479 @@
+import { type AssembledFrame, type FrameLoss, seqDiff32 } from '@svc/wire';
+import { reportListenerError } from '../listener.js';
+import { codecFamily, explainUnsupported, type VideoCodecFamily } from './codec.js';
+import { VideoStats } from './stats.js';
+
+/**
+ * Why a keyframe is asked for:
+ * - `join`: decoding has not started and a delta frame arrived;
+ * - `frame-lost`: the transport gave up a frame, so the reference chain is broken;
+ * - `gop-gap`: a delta's GOP position skipped, so a frame never reached the pilot;
+ * - `decoder-error`: the decoder failed and was reset;
+ * - `backpressure`: the decoder fell behind and deltas were dropped.
+ */
+export type KeyframeRequestReason = 'join' | 'frame-lost' | 'gop-gap' | 'decoder-error' | 'backpressure';
+
+/** Why the decoder is skipping delta frames: a {@link KeyframeRequestReason}, or `flush` (end of stream). */
+export type KeyframeWaitReason = KeyframeRequestReason | 'flush';
+
+/**
+ * What to do after a lost frame: `continue` decodes on (artifacts until the next recovery point;
+ * the `latency` and `balanced` profiles), `freeze` keeps the last picture until a keyframe.
+ */
+export type LossPolicy = 'continue' | 'freeze';
+
+/** Life cycle of a {@link VideoChannelDecoder}. */
+export type VideoChannelDecoderState =
+  | { readonly kind: 'idle' }
+  | { readonly kind: 'starting' }
+  | { readonly kind: 'waiting-keyframe'; readonly reason: KeyframeWaitReason }
+  | { readonly kind: 'decoding' }
+  | {
+      readonly kind: 'unsupported';
+      readonly codec: string;
+      /** Why, as a clause a person can read. */
+      readonly reason: string;
+      /** The sentence to show over the video area. */
+      readonly message: string;
+    }
+  | { readonly kind: 'closed' };
+
+/** Facts about a decoded frame, passed with it to {@link VideoChannelDecoderOptions.onFrame}. */
+export interface DecodedFrameMeta {
+  readonly frameId: number;
+  readonly keyframe: boolean;
+  /** Capture time, µs, unwrapped from the 32-bit wire value into a monotonic number. */
+  readonly captureTimestampUs: number;
+  /** The daemon's send time, µs, 32 bits wrapping (as on the wire). */
+  readonly senderTimestampUs: number;
+  /** Local clock (ms) when the frame became complete (`AssembledFrame.completedMs`). */
+  readonly receivedMs: number;
+  /** Local clock (ms) when `handleFrame` took it. */
+  readonly submittedMs: number;
+  /** Local clock (ms) when the decoder returned it. */
+  readonly decodedMs: number;
+}
+
+/** Construction options of a {@link VideoChannelDecoder}. */
+export interface VideoChannelDecoderOptions {
+  /** The channel's codec string, unchanged from the daemon's configuration. */
+  readonly codec: string;
+  /** Each decoded frame; the callee owns it and must `close()` it. */
+  readonly onFrame: (frame: VideoFrame, meta: DecodedFrameMeta) => void;
+  /** Ask the sender for a keyframe (the caller rate-limits and sends `request-keyframe`). */
+  readonly onRequestKeyframe: (reason: KeyframeRequestReason) => void;
+  /** Every state change. */
+  readonly onStateChange?: (state: VideoChannelDecoderState) => void;
+  /** After a lost frame: decode on, or freeze until a keyframe. */
+  readonly lossPolicy: LossPolicy;
+  /** The local clock, ms (default `performance.now()`). */
+  readonly now?: () => number;
+  /** Counters go here (default: a private instance). */
+  readonly stats?: VideoStats;
+  /** Deltas are dropped while more than this many chunks wait in the decoder (default 3). */
+  readonly maxDecodeQueue?: number;
+}
+
+/** Decoder failures in a row, with no picture between them, after which the codec counts as unsupported. */
+const MAX_CONSECUTIVE_FAILURES = 3;
+
+/** Meta of submitted chunks kept for their output; beyond it the oldest is forgotten. */
+const MAX_PENDING_META = 64;
+
+/** The GOP position saturates at this value on the wire. */
+const GOP_POSITION_MAX = 0xffff;
+
+type PendingMeta = Omit<DecodedFrameMeta, 'decodedMs'>;
+
+/**
+ * Decodes the whole access units of one video channel into `VideoFrame`s: through WebCodecs
+ * `VideoDecoder` for H.264 and H.265 (Annex B input, so no `description`), through
+ * `createImageBitmap` for Motion JPEG (every frame is a keyframe).
+ *
+ * Nothing is decoded before the first keyframe. A decoder error resets the decoder and waits for
+ * the next keyframe; a lost frame or a gap in GOP positions asks for a keyframe and, with
+ * `lossPolicy: 'freeze'`, stops decoding deltas until it comes. The caller feeds it through
+ * {@link VideoChannelDecoder.handleFrame} and {@link VideoChannelDecoder.handleLoss}.
+ */
+export class VideoChannelDecoder {
+  /** The codec string, unchanged. */
+  readonly codec: string;
+  /** Counters this decoder updates. */
+  readonly stats: VideoStats;
+  readonly #family: VideoCodecFamily | undefined;
+  readonly #onFrame: VideoChannelDecoderOptions['onFrame'];
+  readonly #onRequestKeyframe: VideoChannelDecoderOptions['onRequestKeyframe'];
+  readonly #onStateChange: VideoChannelDecoderOptions['onStateChange'];
+  readonly #lossPolicy: LossPolicy;
+  readonly #now: () => number;
+  readonly #maxDecodeQueue: number;
+  #state: VideoChannelDecoderState = { kind: 'idle' };
+  #decoder: VideoDecoder | undefined;
+  /** Set while deltas are skipped; `undefined` while decoding. */
+  #waitReason: KeyframeWaitReason | undefined = 'join';
+  #joinRequested = false;
+  #consecutiveFailures = 0;
+  #lastFailure = '';
+  #captureRaw: number | undefined;
+  #captureUs = 0;
+  #previousGopPosition: number | undefined;
+  /** A loss was reported since the last frame, which explains a GOP gap. */
+  #lossSinceFrame = false;
+  readonly #pendingMeta = new Map<number, PendingMeta[]>();
+  #jpegChain: Promise<void> = Promise.resolve();
+  #jpegPending = 0;
+
+  constructor(options: VideoChannelDecoderOptions) {
+    if (options.lossPolicy !== 'continue' && options.lossPolicy !== 'freeze') {
+      throw new TypeError(`lossPolicy must be 'continue' or 'freeze', got ${String(options.lossPolicy)}`);
+    }
+    const maxQueue = options.maxDecodeQueue ?? 3;
+    if (!(Number.isInteger(maxQueue) && maxQueue >= 1)) {
+      throw new TypeError(`maxDecodeQueue must be an integer ≥ 1, got ${maxQueue}`);
+    }
+    this.codec = options.codec;
+    this.#family = codecFamily(options.codec);
+    this.#onFrame = options.onFrame;
+    this.#onRequestKeyframe = options.onRequestKeyframe;
+    this.#onStateChange = options.onStateChange;
+    this.#lossPolicy = options.lossPolicy;
+    this.#now = options.now ?? (() => performance.now());
+    this.stats = options.stats ?? new VideoStats({ now: this.#now });
+    this.#maxDecodeQueue = maxQueue;
+  }
+
+  /** The current state. */
+  get state(): VideoChannelDecoderState {
+    return this.#state;
+  }
+
+  /**
+   * Checks that this browser can decode the codec and prepares the decoder. Resolves with the
+   * resulting state: `waiting-keyframe` when ready, `unsupported` (with a reason to show) when not.
+   *
+   * @throws TypeError when called twice.
+   */
+  async start(): Promise<VideoChannelDecoderState> {
+    if (this.#state.kind !== 'idle') throw new TypeError(`start() called in state ${this.#state.kind}`);
+    this.#setState({ kind: 'starting' });
+    const problem = await this.#checkSupport();
+    // `close()` may have run while the check was pending.
+    if (this.#isClosed()) return this.#state;
+    if (problem !== undefined) {
+      this.#setState({ kind: 'unsupported', codec: this.codec, ...problem });
+    } else {
+      this.#enterWait('join');
+    }
+    return this.#state;
+  }
+
+  /** Takes one whole frame from the reassembler, in frame-id order. */
+  handleFrame(frame: AssembledFrame): void {
+    const submittedMs = this.#now();
+    this.stats.recordReceived(frame.data.byteLength, frame.chunksRecovered > 0);
+    const captureTimestampUs = this.#unwrapCapture(frame.captureTimestampUs);
+    const keyframe = frame.keyframe || this.#family === 'mjpeg';
+    const gap = this.#gopGap(frame, keyframe);
+    const explained = this.#lossSinceFrame;
+    this.#lossSinceFrame = false;
+
+    const kind = this.#state.kind;
+    if (kind === 'starting') {
+      this.stats.recordWaitingForKeyframe();
+      return;
+    }
+    if (kind !== 'waiting-keyframe' && kind !== 'decoding') return;
+
+    if (gap && !explained && this.#family !== 'mjpeg') this.#chainBroken('gop-gap');
+    if (this.#waitReason !== undefined) {
+      if (!keyframe) {
+        this.#skipWhileWaiting(this.#waitReason);
+        return;
+      }
+      this.#waitReason = undefined;
+      this.#setState({ kind: 'decoding' });
+    }
+    const meta: PendingMeta = {
+      frameId: frame.frameId,
+      keyframe,
+      captureTimestampUs,
+      senderTimestampUs: frame.senderTimestampUs,
+      receivedMs: frame.completedMs,
+      submittedMs,
+    };
+    if (this.#family === 'mjpeg') this.#decodeJpeg(frame.data, meta);
+    else this.#decodeChunk(frame.data, meta);
+  }
+
+  /** Takes one loss report from the reassembler. */
+  handleLoss(loss: FrameLoss): void {
+    this.stats.recordLost(loss.count);
+    this.#lossSinceFrame = true;
+    const kind = this.#state.kind;
+    if (this.#family === 'mjpeg' || (kind !== 'waiting-keyframe' && kind !== 'decoding')) return;
+    this.#chainBroken('frame-lost');
+  }
+
+  /**
+   * Waits until every frame handed in so far has been decoded (or failed). For the end of a
+   * stream: afterwards the decoder needs a keyframe again, as WebCodecs requires after a flush.
+   */
+  async flush(): Promise<void> {
+    if (this.#family === 'mjpeg') {
+      await this.#jpegChain;
+      return;
+    }
+    const decoder = this.#decoder;
+    if (decoder === undefined || decoder.state !== 'configured') return;
+    try {
+      await decoder.flush();
+    } catch {
+      // A failing flush is a decoder error; the decoder's error callback has already handled it.
+      return;
+    }
+    if (decoder === this.#decoder && this.#state.kind === 'decoding') this.#enterWait('flush');
+  }
+
+  /** Releases the decoder and frames waiting for it. Further input is ignored. */
+  close(): void {
+    if (this.#state.kind === 'closed') return;
+    this.#closeDecoder();
+    this.#pendingMeta.clear();
+    this.#setState({ kind: 'closed' });
+  }
+
+  async #checkSupport(): Promise<{ reason: string; message: string } | undefined> {
+    switch (this.#family) {
+      case undefined:
+        return explainUnsupported(this.codec, 'unknown-codec');
+      case 'mjpeg':
+        if (typeof createImageBitmap !== 'function' || typeof VideoFrame !== 'function') {
+          return explainUnsupported(this.codec, 'webcodecs');
+        }
+        return undefined;
+      case 'h264':
+      case 'h265': {
+        if (typeof VideoDecoder !== 'function' || typeof EncodedVideoChunk !== 'function') {
+          return explainUnsupported(this.codec, 'webcodecs');
+        }
+        try {
+          const support = await VideoDecoder.isConfigSupported(this.#config());
+          return support.supported === true ? undefined : explainUnsupported(this.codec, 'decoder');
+        } catch (err) {
+          return explainUnsupported(this.codec, 'malformed', errorText(err));
+        }
+      }
+      default: {
+        const unreachable: never = this.#family;
+        throw new TypeError(`unknown codec family ${String(unreachable)}`);
+      }
+    }
+  }
+
+  #isClosed(): boolean {
+    return this.#state.kind === 'closed';
+  }
+
+  #config(): VideoDecoderConfig {
+    return { codec: this.codec, optimizeForLatency: true };
+  }
+
+  /** Unwraps the 32-bit wrapping capture time into a monotonic µs count. */
+  #unwrapCapture(raw: number): number {
+    if (this.#captureRaw !== undefined) this.#captureUs += seqDiff32(raw, this.#captureRaw);
+    else this.#captureUs = raw;
+    this.#captureRaw = raw;
+    return this.#captureUs;
+  }
+
+  /** Whether a delta's GOP position is not the previous one plus one. */
+  #gopGap(frame: AssembledFrame, keyframe: boolean): boolean {
+    const previous = this.#previousGopPosition;
+    this.#previousGopPosition = frame.gopPosition;
+    if (keyframe || previous === undefined) return false;
+    return frame.gopPosition !== Math.min(previous + 1, GOP_POSITION_MAX);
+  }
+
+  /** A frame is missing from the reference chain. */
+  #chainBroken(reason: 'frame-lost' | 'gop-gap'): void {
+    this.#requestKeyframe(reason);
+    if (this.#lossPolicy === 'freeze' && this.#waitReason === undefined) this.#enterWait(reason);
+  }
+
+  #skipWhileWaiting(reason: KeyframeWaitReason): void {
+    if (reason === 'backpressure') this.stats.recordDropped();
+    else this.stats.recordWaitingForKeyframe();
+    if (reason === 'join' && !this.#joinRequested) {
+      this.#joinRequested = true;
+      this.#requestKeyframe('join');
+    }
+  }
+
+  #decodeChunk(data: Uint8Array, meta: PendingMeta): void {
+    const decoder = this.#decoder ?? this.#openDecoder();
+    if (!meta.keyframe && decoder.decodeQueueSize > this.#maxDecodeQueue) {
+      this.stats.recordDropped();
+      this.#enterWait('backpressure');
+      this.#requestKeyframe('backpressure');
+      return;
+    }
+    this.#rememberMeta(meta);
+    try {
+      decoder.decode(
+        new EncodedVideoChunk({
+          type: meta.keyframe ? 'key' : 'delta',
+          timestamp: meta.captureTimestampUs,
+          data,
+        }),
+      );
+    } catch (err) {
+      this.#fail(decoder, err);
+    }
+  }
+
+  #openDecoder(): VideoDecoder {
+    const decoder: VideoDecoder = new VideoDecoder({
+      output: (frame) => this.#output(decoder, frame),
+      error: (err) => this.#fail(decoder, err),
+    });
+    this.#decoder = decoder;
+    decoder.configure(this.#config());
+    return decoder;
+  }
+
+  #closeDecoder(): void {
+    const decoder = this.#decoder;
+    this.#decoder = undefined;
+    if (decoder !== undefined && decoder.state !== 'closed') decoder.close();
+  }
+
+  #output(decoder: VideoDecoder, frame: VideoFrame): void {
+    if (decoder !== this.#decoder || this.#state.kind === 'closed') {
+      frame.close();
+      return;
+    }
+    const pending = this.#takeMeta(frame.timestamp);
+    if (pending === undefined) {
+      // Output the decoder made up (no chunk of ours has this timestamp): nothing to present it with.
+      frame.close();
+      this.stats.recordDropped();
+      return;
+    }
+    this.#consecutiveFailures = 0;
+    this.#emit(frame, pending);
+  }
+
+  #emit(frame: VideoFrame, pending: PendingMeta): void {
+    if (this.#state.kind === 'closed') {
+      frame.close();
+      return;
+    }
+    const decodedMs = this.#now();
+    this.stats.recordDecoded(decodedMs - pending.submittedMs);
+    try {
+      this.#onFrame(frame, { ...pending, decodedMs });
+    } catch (err) {
+      reportListenerError(err);
+    }
+  }
+
+  /** The decoder failed: drop it, wait for a keyframe on a fresh one, and ask for that keyframe. */
+  #fail(decoder: VideoDecoder, err: unknown): void {
+    if (decoder !== this.#decoder || this.#state.kind === 'closed') return;
+    this.stats.recordDecodeError();
+    this.#closeDecoder();
+    this.#pendingMeta.clear();
+    this.#consecutiveFailures++;
+    this.#lastFailure = errorText(err);
+    if (this.#consecutiveFailures >= MAX_CONSECUTIVE_FAILURES) {
+      this.#setState({
+        kind: 'unsupported',
+        codec: this.codec,
+        ...explainUnsupported(this.codec, 'failing', this.#lastFailure),
+      });
+      return;
+    }
+    this.#enterWait('decoder-error');
+    this.#requestKeyframe('decoder-error');
+  }
+
+  #rememberMeta(meta: PendingMeta): void {
+    const list = this.#pendingMeta.get(meta.captureTimestampUs);
+    if (list !== undefined) list.push(meta);
+    else this.#pendingMeta.set(meta.captureTimestampUs, [meta]);
+    if (this.#pendingMeta.size > MAX_PENDING_META) {
+      const oldest = this.#pendingMeta.keys().next();
+      if (oldest.done !== true) this.#pendingMeta.delete(oldest.value);
+    }
+  }
+
+  #takeMeta(timestampUs: number): PendingMeta | undefined {
+    const list = this.#pendingMeta.get(timestampUs);
+    const meta = list?.shift();
+    if (list !== undefined && list.length === 0) this.#pendingMeta.delete(timestampUs);
+    return meta;
+  }
+
+  #decodeJpeg(data: Uint8Array, meta: PendingMeta): void {
+    if (this.#jpegPending >= this.#maxDecodeQueue) {
+      this.stats.recordDropped();
+      return;
+    }
+    this.#jpegPending++;
+    this.#jpegChain = this.#jpegChain
+      .then(() => this.#decodeOneJpeg(data, meta))
+      .finally(() => {
+        this.#jpegPending--;
+      });
+  }
+
+  /** Decodes one JPEG to a bitmap and wraps it as a `VideoFrame`. Never rejects. */
+  async #decodeOneJpeg(data: Uint8Array, meta: PendingMeta): Promise<void> {
+    let frame: VideoFrame;
+    try {
+      // The reassembler's buffers are plain ArrayBuffers; the cast only narrows the type.
+      const blob = new Blob([data as Uint8Array<ArrayBuffer>], { type: 'image/jpeg' });
+      const bitmap = await createImageBitmap(blob);
+      try {
+        if (this.#state.kind === 'closed') return;
+        frame = new VideoFrame(bitmap, { timestamp: meta.captureTimestampUs });
+      } finally {
+        bitmap.close();
+      }
+    } catch {
+      // A JPEG that does not decode spoils only itself: the next frame is independent.
+      if (this.#state.kind !== 'closed') this.stats.recordDecodeError();
+      return;
+    }
+    this.#emit(frame, meta);
+  }
+
+  #enterWait(reason: KeyframeWaitReason): void {
+    this.#waitReason = reason;
+    if (reason === 'join') this.#joinRequested = false;
+    this.#setState({ kind: 'waiting-keyframe', reason });
+  }
+
+  #requestKeyframe(reason: KeyframeRequestReason): void {
+    this.stats.recordKeyframeRequest();
+    try {
+      this.#onRequestKeyframe(reason);
+    } catch (err) {
+      reportListenerError(err);
+    }
+  }
+
+  #setState(state: VideoChannelDecoderState): void {
+    this.#state = state;
+    if (this.#onStateChange === undefined) return;
+    try {
+      this.#onStateChange(state);
+    } catch (err) {
+      reportListenerError(err);
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

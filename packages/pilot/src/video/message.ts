@@ -1,0 +1,58 @@
+/** The attribute that marks the overlay; tests and styles find it by `[data-svc-video-message]`. */
+export const VIDEO_MESSAGE_ATTRIBUTE = 'data-svc-video-message';
+
+/**
+ * Shows `text` over the video area of `container` (replacing any earlier message): an element
+ * absolutely positioned over the whole container, light text on a dark panel, `role="status"` so
+ * screen readers announce it. Used when a channel cannot be decoded, so the user reads why
+ * instead of staring at an empty picture.
+ *
+ * A `static` container is made `relative` so the overlay can cover it.
+ *
+ * @returns The overlay element.
+ */
+export function showVideoMessage(container: HTMLElement, text: string): HTMLElement {
+  let overlay = findOverlay(container);
+  if (overlay === null) {
+    overlay = container.ownerDocument.createElement('div');
+    overlay.setAttribute(VIDEO_MESSAGE_ATTRIBUTE, '');
+    overlay.setAttribute('role', 'status');
+    overlay.setAttribute('aria-live', 'polite');
+    Object.assign(overlay.style, {
+      position: 'absolute',
+      inset: '0',
+      zIndex: '1',
+      display: 'flex',
+      alignItems: 'center',
+      justifyContent: 'center',
+      boxSizing: 'border-box',
+      padding: '1em',
+      margin: '0',
+      overflow: 'auto',
+      background: 'rgba(24, 26, 32, 0.92)',
+      color: '#ffffff',
+      font: '500 16px/1.4 system-ui, sans-serif',
+      textAlign: 'center',
+      overflowWrap: 'anywhere',
+    } satisfies Partial<CSSStyleDeclaration>);
+    const view = container.ownerDocument.defaultView;
+    if (view !== null && view.getComputedStyle(container).position === 'static') {
+      container.style.position = 'relative';
+    }
+    container.append(overlay);
+  }
+  overlay.textContent = text;
+  return overlay;
+}
+
+/** Removes the message {@link showVideoMessage} put on `container`, if any. */
+export function clearVideoMessage(container: HTMLElement): void {
+  findOverlay(container)?.remove();
+}
+
+function findOverlay(container: HTMLElement): HTMLElement | null {
+  for (const child of container.children) {
+    if (child instanceof HTMLElement && child.hasAttribute(VIDEO_MESSAGE_ATTRIBUTE)) return child;
+  }
+  return null;
+}

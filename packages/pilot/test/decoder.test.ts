@@ -1,0 +1,340 @@
+import type { AssembledFrame } from '@svc/wire';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  type DecodedFrameMeta,
+  type KeyframeRequestReason,
+  type LossPolicy,
+  VideoChannelDecoder,
+  type VideoChannelDecoderState,
+} from '../src/index.js';
+
+/** Stand-ins for the WebCodecs classes, recording what the decoder does with them. */
+class FakeChunk {
+  readonly type: 'key' | 'delta';
+  readonly timestamp: number;
+  readonly data: Uint8Array;
+  constructor(init: { type: 'key' | 'delta'; timestamp: number; data: Uint8Array }) {
+    this.type = init.type;
+    this.timestamp = init.timestamp;
+    this.data = init.data;
+  }
+}
+
+class FakeDecoder {
+  static instances: FakeDecoder[] = [];
+  static support: boolean | Error = true;
+  static configs: unknown[] = [];
+  static async isConfigSupported(config: unknown): Promise<{ supported: boolean }> {
+    FakeDecoder.configs.push(config);
+    if (FakeDecoder.support instanceof Error) throw FakeDecoder.support;
+    return { supported: FakeDecoder.support };
+  }
+  readonly chunks: FakeChunk[] = [];
+  state: 'unconfigured' | 'configured' | 'closed' = 'unconfigured';
+  decodeQueueSize = 0;
+  throwOnDecode = false;
+  readonly #init: { output: (frame: unknown) => void; error: (err: unknown) => void };
+  constructor(init: { output: (frame: unknown) => void; error: (err: unknown) => void }) {
+    this.#init = init;
+    FakeDecoder.instances.push(this);
+  }
+  configure(config: unknown): void {
+    FakeDecoder.configs.push(config);
+    this.state = 'configured';
+  }
+  decode(chunk: FakeChunk): void {
+    if (this.state !== 'configured' || this.throwOnDecode) throw new Error('decode failed');
+    this.chunks.push(chunk);
+  }
+  close(): void {
+    this.state = 'closed';
+  }
+  /** Emits the picture of the chunk with this timestamp; returns the fake frame. */
+  output(timestamp: number): { timestamp: number; closed: boolean; close(): void } {
+    const frame = {
+      timestamp,
+      closed: false,
+      close() {
+        this.closed = true;
+      },
+    };
+    this.#init.output(frame);
+    return frame;
+  }
+  fail(): void {
+    this.state = 'closed';
+    this.#init.error(new Error('EncodingError: decoding error'));
+  }
+}
+
+const WRAP = 0x1_0000_0000;
+
+/** A GOP-structured stream: keyframe every `gop` frames, capture 33 ms apart, starting near the wrap. */
+function frame(i: number, gop = 30, extra: Partial<AssembledFrame> = {}): AssembledFrame {
+  return {
+    channel: 1,
+    frameId: i & 0xffff,
+    keyframe: i % gop === 0,
+    captureTimestampUs: (WRAP - 5 * 33_000 + i * 33_000) % WRAP,
+    gopPosition: i % gop,
+    data: new Uint8Array([0, 0, 0, 1, i & 0xff]),
+    chunksRecovered: 0,
+    senderTimestampUs: (i * 33_000 + 7) % WRAP,
+    firstArrivalMs: 1000 + i * 33 - 2,
+    completedMs: 1000 + i * 33,
+    ...extra,
+  };
+}
+
+function setup(lossPolicy: LossPolicy = 'continue', codec = 'avc1.42E01E') {
+  let now = 5000;
+  const requests: KeyframeRequestReason[] = [];
+  const states: VideoChannelDecoderState[] = [];
+  const frames: { frame: unknown; meta: DecodedFrameMeta }[] = [];
+  const decoder = new VideoChannelDecoder({
+    codec,
+    lossPolicy,
+    now: () => now,
+    onFrame: (f, meta) => frames.push({ frame: f, meta }),
+    onRequestKeyframe: (reason) => requests.push(reason),
+    onStateChange: (state) => states.push(state),
+  });
+  return {
+    decoder,
+    requests,
+    states,
+    frames,
+    setNow: (ms: number) => {
+      now = ms;
+    },
+    current: () => FakeDecoder.instances.at(-1)!,
+    decodedIds: () => FakeDecoder.instances.flatMap((d) => d.chunks.map((c) => c.data[4])),
+  };
+}
+
+describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
+  beforeEach(() => {
+    FakeDecoder.instances = [];
+    FakeDecoder.configs = [];
+    FakeDecoder.support = true;
+    vi.stubGlobal('VideoDecoder', FakeDecoder);
+    vi.stubGlobal('EncodedVideoChunk', FakeChunk);
+  });
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  it('checks support with the codec string unchanged, no description, optimised for latency', async () => {
+    const t = setup('continue', 'hvc1.1.6.L93.B0');
+    expect(await t.decoder.start()).toEqual({ kind: 'waiting-keyframe', reason: 'join' });
+    expect(FakeDecoder.configs).toEqual([{ codec: 'hvc1.1.6.L93.B0', optimizeForLatency: true }]);
+    expect(t.states.map((s) => s.kind)).toEqual(['starting', 'waiting-keyframe']);
+  });
+
+  it('reports an H.264 profile the browser cannot decode as unsupported, with a reason', async () => {
+    FakeDecoder.support = false;
+    const t = setup();
+    expect(await t.decoder.start()).toEqual({
+      kind: 'unsupported',
+      codec: 'avc1.42E01E',
+      reason: 'this browser has no decoder for H.264 with this profile and level',
+      message: 'Cannot decode H.264 (avc1.42E01E): this browser has no decoder for this profile and level.',
+    });
+    t.decoder.handleFrame(frame(0));
+    expect(FakeDecoder.instances).toHaveLength(0);
+    expect(t.decoder.stats.snapshot()).toMatchObject({ framesReceived: 1, decoded: 0 });
+  });
+
+  it('reports a codec string the browser rejects as unsupported, quoting the browser', async () => {
+    FakeDecoder.support = new TypeError('Invalid codec string');
+    const t = setup('continue', 'avc1.zz');
+    const state = await t.decoder.start();
+    expect(state).toMatchObject({
+      kind: 'unsupported',
+      reason: 'the browser rejected the codec string: Invalid codec string',
+    });
+  });
+
+  it('reports a browser without WebCodecs as unsupported', async () => {
+    vi.stubGlobal('VideoDecoder', undefined);
+    const t = setup();
+    expect(await t.decoder.start()).toMatchObject({ kind: 'unsupported' });
+    expect((t.decoder.state as { message: string }).message).toMatch(/no WebCodecs video decoding/);
+  });
+
+  it('feeds key and delta chunks with monotonic capture timestamps across the 32-bit wrap', async () => {
+    const t = setup();
+    await t.decoder.start();
+    for (let i = 0; i < 12; i++) t.decoder.handleFrame(frame(i, 10));
+    const chunks = t.current().chunks;
+    expect(chunks.map((c) => c.type)).toEqual(['key', ...Array<string>(9).fill('delta'), 'key', 'delta']);
+    const stamps = chunks.map((c) => c.timestamp);
+    // Frame 5 crosses the wrap; the timestamps keep rising by 33 ms.
+    expect(stamps.slice(1).map((s, i) => s - stamps[i]!)).toEqual(Array<number>(11).fill(33_000));
+    expect(chunks[0]!.data).toEqual(frame(0).data);
+  });
+
+  it('hands each decoded frame over with its meta and records the decode time', async () => {
+    const t = setup();
+    await t.decoder.start();
+    t.setNow(6000);
+    t.decoder.handleFrame(frame(0));
+    t.setNow(6004.5);
+    const out = t.current().output(t.current().chunks[0]!.timestamp);
+    expect(t.frames).toHaveLength(1);
+    expect(t.frames[0]!.frame).toBe(out);
+    expect(t.frames[0]!.meta).toEqual({
+      frameId: 0,
+      keyframe: true,
+      captureTimestampUs: WRAP - 5 * 33_000,
+      senderTimestampUs: 7,
+      receivedMs: 1000,
+      submittedMs: 6000,
+      decodedMs: 6004.5,
+    });
+    expect(t.decoder.stats.snapshot().decodeTime).toEqual({ lastMs: 4.5, meanMs: 4.5 });
+  });
+
+  it('waits for the first keyframe, asking for one once', async () => {
+    const t = setup();
+    await t.decoder.start();
+    for (let i = 3; i < 12; i++) t.decoder.handleFrame(frame(i, 10));
+    expect(t.requests).toEqual(['join']);
+    expect(t.decodedIds()).toEqual([10, 11]);
+    expect(t.decoder.stats.snapshot().waitingForKeyframe).toBe(7);
+  });
+
+  it('after a decoder error, asks for a keyframe and resumes on a fresh decoder there', async () => {
+    const t = setup();
+    await t.decoder.start();
+    for (let i = 0; i < 3; i++) t.decoder.handleFrame(frame(i, 10));
+    const first = t.current();
+    first.fail();
+    expect(t.requests).toEqual(['decoder-error']);
+    expect(t.decoder.state).toEqual({ kind: 'waiting-keyframe', reason: 'decoder-error' });
+    for (let i = 3; i < 12; i++) t.decoder.handleFrame(frame(i, 10));
+    expect(FakeDecoder.instances).toHaveLength(2);
+    expect(first.state).toBe('closed');
+    expect(t.current().chunks.map((c) => c.data[4])).toEqual([10, 11]);
+    // A late output of the old decoder is released, not shown.
+    const stale = first.output(first.chunks[1]!.timestamp);
+    expect(stale.closed).toBe(true);
+    expect(t.frames).toHaveLength(0);
+    expect(t.decoder.stats.snapshot()).toMatchObject({
+      decodeErrors: 1,
+      waitingForKeyframe: 7,
+      keyframeRequests: 1,
+    });
+  });
+
+  it('treats decode() throwing like the error callback', async () => {
+    const t = setup();
+    await t.decoder.start();
+    t.decoder.handleFrame(frame(0));
+    t.current().throwOnDecode = true;
+    t.decoder.handleFrame(frame(1));
+    expect(t.requests).toEqual(['decoder-error']);
+    expect(t.decoder.state).toEqual({ kind: 'waiting-keyframe', reason: 'decoder-error' });
+  });
+
+  it('gives up with an on-screen reason when the decoder keeps failing without a picture', async () => {
+    const t = setup();
+    await t.decoder.start();
+    for (let k = 0; k < 3; k++) {
+      t.decoder.handleFrame(frame(0));
+      t.current().fail();
+    }
+    expect(t.decoder.state).toMatchObject({
+      kind: 'unsupported',
+      message:
+        'Cannot decode H.264 (avc1.42E01E): the H.264 decoder keeps failing without producing a picture (EncodingError: decoding error).',
+    });
+    expect(t.requests).toEqual(['decoder-error', 'decoder-error']);
+  });
+
+  it('a picture between failures keeps it trying', async () => {
+    const t = setup();
+    await t.decoder.start();
+    for (let k = 0; k < 5; k++) {
+      t.decoder.handleFrame(frame(0));
+      t.current().output(t.current().chunks[0]!.timestamp);
+      t.current().fail();
+    }
+    expect(t.decoder.state.kind).toBe('waiting-keyframe');
+  });
+
+  it("with 'continue', a GOP gap asks for a keyframe and decoding goes on", async () => {
+    const t = setup('continue');
+    await t.decoder.start();
+    for (const i of [0, 1, 2, 4, 5]) t.decoder.handleFrame(frame(i));
+    expect(t.requests).toEqual(['gop-gap']);
+    expect(t.decodedIds()).toEqual([0, 1, 2, 4, 5]);
+  });
+
+  it("with 'freeze', a loss stops deltas until the keyframe; the gap it leaves is not asked about twice", async () => {
+    const t = setup('freeze');
+    await t.decoder.start();
+    for (const i of [0, 1, 2]) t.decoder.handleFrame(frame(i, 10));
+    t.decoder.handleLoss({
+      channel: 1,
+      frameId: 3,
+      count: 2,
+      keyframe: undefined,
+      reason: 'missing',
+      chunksReceived: 0,
+    });
+    for (let i = 5; i < 12; i++) t.decoder.handleFrame(frame(i, 10));
+    expect(t.requests).toEqual(['frame-lost']);
+    expect(t.decodedIds()).toEqual([0, 1, 2, 10, 11]);
+    expect(t.decoder.stats.snapshot()).toMatchObject({ framesLost: 2, waitingForKeyframe: 5 });
+  });
+
+  it('a GOP position saturated at 65535 is no gap', async () => {
+    const t = setup();
+    await t.decoder.start();
+    t.decoder.handleFrame(frame(0));
+    t.decoder.handleFrame(frame(1, 30, { gopPosition: 65534 }));
+    const requestsBefore = t.requests.length;
+    t.decoder.handleFrame(frame(2, 30, { gopPosition: 65535 }));
+    t.decoder.handleFrame(frame(3, 30, { gopPosition: 65535 }));
+    expect(t.requests.length).toBe(requestsBefore);
+  });
+
+  it('drops deltas until the next keyframe when the decoder queue is over its bound', async () => {
+    const t = setup();
+    await t.decoder.start();
+    t.decoder.handleFrame(frame(0, 10));
+    t.current().decodeQueueSize = 4;
+    for (let i = 1; i < 10; i++) t.decoder.handleFrame(frame(i, 10));
+    t.decoder.handleFrame(frame(10, 10)); // keyframes always go in
+    t.current().decodeQueueSize = 0;
+    t.decoder.handleFrame(frame(11, 10));
+    expect(t.requests).toEqual(['backpressure']);
+    expect(t.decodedIds()).toEqual([0, 10, 11]);
+    expect(t.decoder.stats.snapshot()).toMatchObject({ dropped: 9, waitingForKeyframe: 0 });
+  });
+
+  it('close() releases the decoder, ignores further input and releases late output', async () => {
+    const t = setup();
+    await t.decoder.start();
+    t.decoder.handleFrame(frame(0));
+    const d = t.current();
+    t.decoder.close();
+    expect(d.state).toBe('closed');
+    expect(t.decoder.state).toEqual({ kind: 'closed' });
+    t.decoder.handleFrame(frame(1));
+    expect(d.chunks).toHaveLength(1);
+    expect(d.output(d.chunks[0]!.timestamp).closed).toBe(true);
+    expect(t.frames).toHaveLength(0);
+  });
+
+  it('start() twice is a caller mistake', async () => {
+    const t = setup();
+    await t.decoder.start();
+    await expect(t.decoder.start()).rejects.toThrow(TypeError);
+  });
+
+  it('rejects an unknown loss policy', () => {
+    expect(() => setup('pause' as LossPolicy)).toThrow(TypeError);
+  });
+});

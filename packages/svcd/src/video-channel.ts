@@ -1,0 +1,115 @@
+import { type AccessUnit, type Logger, redactUrl, VideoIngest } from '@svc/media';
+import type { QosProfile } from '@svc/qos';
+import { FramePacker, type PackedFrame, wrapU32 } from '@svc/wire';
+import type { VideoChannelConfig } from './config.js';
+
+/** Something that takes each packed frame of a channel (one per pilot session). */
+export interface FrameSubscriber {
+  /** One packed frame; `keyframe` lets a subscriber start at a random access point. */
+  handleFrame(frame: PackedFrame, keyframe: boolean): void;
+}
+
+/** Counters of a {@link VideoChannel}. */
+export interface VideoChannelStats {
+  accessUnits: number;
+  keyframes: number;
+  bytesIn: number;
+  /** Input bitrate over the last second, bits/s. */
+  bitrateBps: number;
+}
+
+/**
+ * One configured video channel: its ingest, a packer on the channel's wire id, and the sessions
+ * watching it. Each access unit is packed once (parity from the QoS profile) and handed to every
+ * subscriber; the video is never decoded.
+ */
+export class VideoChannel {
+  readonly config: VideoChannelConfig;
+  readonly stats: VideoChannelStats = { accessUnits: 0, keyframes: 0, bytesIn: 0, bitrateBps: 0 };
+  readonly #packer: FramePacker;
+  readonly #subscribers = new Set<FrameSubscriber>();
+  readonly #logger: Logger;
+  #profile: QosProfile;
+  #ingest: VideoIngest | undefined;
+  #gopPosition = 0;
+  #windowStart = 0;
+  #windowBytes = 0;
+
+  constructor(config: VideoChannelConfig, profile: QosProfile, logger: Logger) {
+    this.config = config;
+    this.#profile = profile;
+    this.#logger = logger;
+    this.#packer = new FramePacker({ channel: config.id, firstFrameId: Math.floor(Math.random() * 0x10000) });
+  }
+
+  /** Starts the ingest; rejects for an input that cannot be opened. */
+  async start(env: Readonly<Record<string, string | undefined>>): Promise<void> {
+    this.#ingest = await VideoIngest.start({
+      input: this.config.input,
+      codec: this.config.codec,
+      env,
+      logger: this.#logger,
+      onAccessUnit: (au) => this.#accessUnit(au),
+      onStateChange: (state, detail) =>
+        this.#logger.info(
+          { channel: this.config.name, state, error: detail?.error?.message },
+          'video source state',
+        ),
+      onError: (err) => this.#logger.error({ channel: this.config.name, code: err.code }, err.message),
+    });
+    this.#logger.info(
+      { channel: this.config.name, input: redactUrl(this.config.input), codec: this.config.codec },
+      'video channel started',
+    );
+  }
+
+  /** Uses another profile's parity from the next frame on. */
+  setProfile(profile: QosProfile): void {
+    this.#profile = profile;
+  }
+
+  subscribe(subscriber: FrameSubscriber): () => void {
+    this.#subscribers.add(subscriber);
+    return () => this.#subscribers.delete(subscriber);
+  }
+
+  async stop(): Promise<void> {
+    this.#subscribers.clear();
+    await this.#ingest?.stop();
+  }
+
+  #accessUnit(au: AccessUnit): void {
+    this.stats.accessUnits++;
+    this.stats.bytesIn += au.data.byteLength;
+    if (au.keyframe) {
+      this.stats.keyframes++;
+      this.#gopPosition = 0;
+    } else {
+      this.#gopPosition = Math.min(this.#gopPosition + 1, 0xffff);
+    }
+    this.#measure(au.data.byteLength, au.receivedAtMs);
+    if (this.#subscribers.size === 0) return;
+    const parity = au.keyframe ? this.#profile.parity.key : this.#profile.parity.delta;
+    const packed = this.#packer.pack(
+      {
+        data: au.data,
+        keyframe: au.keyframe,
+        captureTimestampUs: wrapU32(au.captureTimeUs),
+        gopPosition: this.#gopPosition,
+        parity,
+      },
+      wrapU32(performance.now() * 1000),
+    );
+    for (const subscriber of this.#subscribers) subscriber.handleFrame(packed, au.keyframe);
+  }
+
+  #measure(bytes: number, nowMs: number): void {
+    this.#windowBytes += bytes;
+    const elapsed = nowMs - this.#windowStart;
+    if (elapsed >= 1000) {
+      this.stats.bitrateBps = (this.#windowBytes * 8 * 1000) / elapsed;
+      this.#windowStart = nowMs;
+      this.#windowBytes = 0;
+    }
+  }
+}

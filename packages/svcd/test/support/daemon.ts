@@ -1,0 +1,97 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import dgram from 'node:dgram';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const svcd = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/svcd');
+
+/** A free UDP port on 127.0.0.1 (bound, then released). */
+export async function freeUdpPort(): Promise<number> {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  const { port } = socket.address();
+  await new Promise<void>((resolve) => socket.close(() => resolve()));
+  return port;
+}
+
+/** A running `svcd --dev` process. */
+export interface DevDaemon {
+  readonly url: string;
+  readonly hash: string;
+  readonly process: ChildProcess;
+  /** Everything the daemon logged so far. */
+  log(): string;
+  /** Resolves when the log contains `text` at least `times` times. */
+  waitForLog(text: string, times?: number, timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Writes a config with one video channel and starts `svcd --config <file> --dev` on 127.0.0.1. */
+export async function startDevDaemon(channel: { input: string; codec: string }): Promise<DevDaemon> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'svcd-dev-'));
+  const config = path.join(dir, 'svcd.toml');
+  await writeFile(
+    config,
+    [
+      '[agent]',
+      'robot_id = "e2e-robot"',
+      'signal_url = "ws://localhost/ws"',
+      `credential_path = "${path.join(dir, 'credential')}"`,
+      `quic_port = ${await freeUdpPort()}`,
+      'max_sessions = 4',
+      '[[channel]]',
+      'kind = "video"',
+      'name = "front"',
+      `input = "${channel.input}"`,
+      `codec = "${channel.codec}"`,
+      'fps = 30',
+    ].join('\n'),
+  );
+  const child = spawn(svcd, ['--config', config, '--dev', '--host', '127.0.0.1'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const waiters: (() => void)[] = [];
+  const onData = (chunk: Buffer) => {
+    out += chunk.toString();
+    for (const check of waiters.splice(0)) check();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const waitForLog = (text: string, times = 1, timeoutMs = 20_000) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`svcd never logged "${text}" x${times}; log:\n${out}`)),
+        timeoutMs,
+      );
+      const check = () => {
+        if (out.split(text).length - 1 >= times) {
+          clearTimeout(timer);
+          resolve();
+        } else if (child.exitCode !== null) {
+          clearTimeout(timer);
+          reject(new Error(`svcd exited (${child.exitCode}) before logging "${text}"; log:\n${out}`));
+        } else {
+          waiters.push(check);
+        }
+      };
+      check();
+    });
+  await waitForLog('dev: pilot URL');
+  const match = /dev: pilot URL (\S+) certificate sha-256 ([0-9a-f]{64})/.exec(out)!;
+  return {
+    url: match[1]!,
+    hash: match[2]!,
+    process: child,
+    log: () => out,
+    waitForLog,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
