@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { Logger } from '@svc/media';
 import { qosProfile } from '@svc/qos';
 import { CertificateRotation, WebTransportServer } from '@svc/transport';
+import { certificatePath, loadCertificate, saveCertificate } from './certificate-store.js';
 import type { DaemonConfig, VideoChannelConfig } from './config.js';
 import { PilotSession } from './pilot-session.js';
 import { VideoChannel } from './video-channel.js';
@@ -34,12 +35,31 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   const { config, logger } = options;
   const profile = qosProfile(config.agent.qos_profile);
   for (const warning of config.warnings) logger.warn({}, warning);
+  const certificateFile = certificatePath(config.agent.credential_path);
+  const saved = await loadCertificate(certificateFile, logger);
   const certificates = await CertificateRotation.start({
     commonName: config.agent.robot_id,
     altNames: [hostname()],
-    onRotate: () => logger.info({ hashes: certificates.hashes().map(hex) }, 'certificate rotated'),
+    ...(saved !== undefined && { initial: saved }),
+    onRotate: (current) => {
+      logger.info({ hashes: certificates.hashes().map(hex) }, 'certificate rotated');
+      saveCertificate(certificateFile, current).catch((err: unknown) =>
+        logger.warn(
+          { err: String(err) },
+          'cannot save the certificate; pilots will need the new hash after a restart',
+        ),
+      );
+    },
     onError: (err) => logger.error({ err: String(err) }, 'certificate rotation failed; retrying'),
   });
+  if (certificates.current() !== saved) {
+    await saveCertificate(certificateFile, certificates.current()).catch((err: unknown) =>
+      logger.warn(
+        { err: String(err) },
+        'cannot save the certificate; pilots will need the new hash after a restart',
+      ),
+    );
+  }
   const channels = config.channels
     .filter((c): c is VideoChannelConfig => c.kind === 'video')
     .map((c) => new VideoChannel(c, profile, logger));

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import {
   ChromiumSession,
   ffmpegRtpSource,
+  gstreamerRtpSource,
   type RunningRtspServer,
   type RunningSource,
   startRtspServer,
@@ -115,5 +116,27 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium', 
     expect(channel(b).decoded).toBeGreaterThan(150);
     expect(channel(a[0]!).decoded).toBeGreaterThan(60);
     expect(channel(a[1]!).decoded).toBeGreaterThan(30); // after the reload, from the next keyframe on
+  });
+
+  it('the pilot reconnects when svcd restarts, and video comes again', async () => {
+    const rtpPort = await freeUdpPort();
+    const daemon = await daemonFor(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d');
+    // GStreamer's udpsink keeps sending while the daemon is down (the port refuses meanwhile).
+    sendWhenWatched(daemon, () => gstreamerRtpSource({ codec: 'h264', port: rtpPort, frames: 900, gop: 30 }));
+    // Restart once the first keyframe has reached the pilot and video has played for a while.
+    void daemon.waitForLog('pilot session opened').then(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      await daemon.restart();
+    });
+    const result = await chromium.run<WatchResult>({
+      entry: page,
+      exportName: 'watchAcrossRestart',
+      args: [daemon.url, daemon.hash, 60, 40],
+      timeoutMs: 60_000,
+      allowConsoleErrors: true, // Chromium logs the attempts that fail while svcd is down
+    });
+    expect(result.states).toContain('reconnecting');
+    expect(result.stats.sessions).toBeGreaterThanOrEqual(2);
+    expect(channel(result).decoded).toBeGreaterThanOrEqual(60);
   });
 });

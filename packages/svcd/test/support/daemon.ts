@@ -21,8 +21,10 @@ export interface DevDaemon {
   readonly url: string;
   readonly hash: string;
   readonly process: ChildProcess;
-  /** Everything the daemon logged so far. */
+  /** Everything the daemon logged so far (all runs). */
   log(): string;
+  /** Stops the process and starts it again with the same configuration and state directory. */
+  restart(): Promise<void>;
   /** Resolves when the log contains `text` at least `times` times. */
   waitForLog(text: string, times?: number, timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -49,18 +51,27 @@ export async function startDevDaemon(channel: { input: string; codec: string }):
       'fps = 30',
     ].join('\n'),
   );
-  const child = spawn(svcd, ['--config', config, '--dev', '--host', '127.0.0.1'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
   let out = '';
   const waiters: (() => void)[] = [];
   const onData = (chunk: Buffer) => {
     out += chunk.toString();
     for (const check of waiters.splice(0)) check();
   };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let child!: ChildProcess;
+  let exited!: Promise<void>;
+  const launch = () => {
+    child = spawn(svcd, ['--config', config, '--dev', '--host', '127.0.0.1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  };
+  const halt = async () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  launch();
   const waitForLog = (text: string, times = 1, timeoutMs = 20_000) =>
     new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
@@ -85,12 +96,19 @@ export async function startDevDaemon(channel: { input: string; codec: string }):
   return {
     url: match[1]!,
     hash: match[2]!,
-    process: child,
+    get process() {
+      return child;
+    },
     log: () => out,
     waitForLog,
+    async restart() {
+      await halt();
+      const runs = out.split('dev: pilot URL').length - 1;
+      launch();
+      await waitForLog('dev: pilot URL', runs + 1);
+    },
     async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
+      await halt();
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -35,6 +35,12 @@ export interface CertificateRotationOptions {
    * pilot that still pins the previous hash can connect until it learns the new one.
    */
   rotateAt?: number;
+  /**
+   * A certificate to start with (one saved by a previous run), used while it has more than an
+   * hour of validity left; otherwise a new one is made. Pilots that pinned it keep connecting
+   * across a restart.
+   */
+  initial?: CertificateMaterial;
   /** Delay before retrying a failed rotation, in milliseconds; defaults to 60 000. */
   retryDelayMs?: number;
   /** Time and timers; defaults to the system clock with unreferenced Node timers. */
@@ -74,7 +80,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export class CertificateRotation implements CertificateSource {
   readonly #options: Readonly<
-    Required<Omit<CertificateRotationOptions, 'onRotate' | 'onError' | 'altNames'>>
+    Required<Omit<CertificateRotationOptions, 'onRotate' | 'onError' | 'altNames' | 'initial'>>
   > & {
     readonly altNames: readonly string[];
   };
@@ -117,7 +123,8 @@ export class CertificateRotation implements CertificateSource {
     }
     const clock = options.clock ?? systemClock;
     const generate = options.generate ?? createSelfSignedCertificate;
-    const first = await generate(certificateOptions(options, clock.now()));
+    const reusable = options.initial !== undefined && options.initial.notAfter.getTime() - clock.now() > 3_600_000;
+    const first = reusable ? options.initial! : await generate(certificateOptions(options, clock.now()));
     const rotation = new CertificateRotation(options, first);
     rotation.#schedule();
     return rotation;
