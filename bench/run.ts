@@ -13,7 +13,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 async function main(): Promise<void> {
   const available = (await readdir(path.join(here, 'suites')))
-    .filter((f) => f.endsWith('.ts'))
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('-page.ts')) // *-page.ts run in the browser
     .map((f) => f.slice(0, -3));
   const name = process.argv[2];
   if (name === undefined || !available.includes(name)) {

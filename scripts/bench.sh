@@ -6,5 +6,5 @@ source scripts/lib.sh
 require_node
 ensure_node_modules
 # The ingest suite captures real RTP from ffmpeg.
-bash scripts/ensure-system.sh ffmpeg
+bash scripts/ensure-system.sh ffmpeg chromium
 exec node --conditions=source --import tsx bench/run.ts "$@"

@@ -3,9 +3,8 @@
  * assembly on one core, per codec, and the time from a frame's last packet to its access unit.
  * The packets are real: captured from ffmpeg encoding a 1280x720 test pattern.
  */
-import { spawn } from 'node:child_process';
-import dgram from 'node:dgram';
 import { type CodecFamily, RtpPipeline } from '@svc/media';
+import { captureRtp } from '../capture.js';
 import type { BenchSuite } from '../types.js';
 
 const FRAMES = 300;
@@ -64,7 +63,8 @@ export const suite: BenchSuite = {
   },
   async run(report) {
     for (const family of ['h264', 'h265', 'mjpeg'] as const) {
-      const packets = await capture(family);
+      const { args, payloadType } = CODECS[family];
+      const packets = await captureRtp({ frames: FRAMES, ...CAPTURE, encoder: args, payloadType });
       const { codec } = CODECS[family];
       let emitted = 0;
       let frameStart = 0;
@@ -155,46 +155,4 @@ function percentile(sorted: number[], q: number): number {
   return sorted.length === 0
     ? Number.NaN
     : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
-
-/** Encodes the test pattern with ffmpeg and captures its RTP packets on a loopback socket. */
-async function capture(family: CodecFamily): Promise<Uint8Array[]> {
-  const socket = dgram.createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  socket.setRecvBufferSize(8 * 1024 * 1024);
-  const packets: Uint8Array[] = [];
-  socket.on('message', (msg) => packets.push(new Uint8Array(msg)));
-  const { args, payloadType } = CODECS[family];
-  const ffmpeg = spawn(
-    'ffmpeg',
-    [
-      '-hide_banner',
-      '-loglevel',
-      'error',
-      '-nostdin',
-      '-re',
-      '-readrate',
-      '2',
-      '-f',
-      'lavfi',
-      '-i',
-      `testsrc2=size=${CAPTURE.size}:rate=${CAPTURE.fps}`,
-      '-frames:v',
-      String(FRAMES),
-      '-g',
-      String(CAPTURE.gop),
-      ...args,
-      '-f',
-      'rtp',
-      '-payload_type',
-      payloadType,
-      `rtp://127.0.0.1:${socket.address().port}?pkt_size=1200`,
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  const code = await new Promise<number | null>((resolve) => ffmpeg.once('exit', resolve));
-  await new Promise((resolve) => setTimeout(resolve, 200)); // let the last datagrams land
-  socket.close();
-  if (code !== 0) throw new Error(`ffmpeg exited with ${code} while capturing ${family}`);
-  return packets;
 }

@@ -1,4 +1,5 @@
 import {
+  type AssembledFrame,
   type ControlChannel,
   ControlLineReader,
   type ControlMessage,
@@ -8,7 +9,7 @@ import {
   WireError,
 } from '@svc/wire';
 import { reportListenerError } from './listener.js';
-import { VideoChannelPlayer } from './video/player.js';
+import { type PlayerPaintReport, VideoChannelPlayer } from './video/player.js';
 import type { VideoStatsSnapshot } from './video/stats.js';
 
 /** How to reach a robot directly. Until signalling exists, the daemon prints both in dev mode. */
@@ -27,6 +28,10 @@ export interface DirectConnectOptions {
   readonly reconnect?: boolean;
   /** Connection state changes. */
   readonly onState?: (state: PilotConnectionState, detail?: string) => void;
+  /** Every whole frame, as the reassembler hands it over (before decoding). */
+  readonly onFrame?: (channel: number, frame: AssembledFrame) => void;
+  /** Every painted frame. */
+  readonly onPaint?: (channel: number, report: PlayerPaintReport) => void;
 }
 
 /** Where a {@link PilotConnection} is. */
@@ -220,10 +225,16 @@ export class PilotConnection {
         lossPolicy: profile === 'quality' ? 'freeze' : 'continue',
         ...(this.#clockOffsetMs !== undefined && { clockOffsetMs: this.#clockOffsetMs }),
         onRequestKeyframe: () => this.#requestKeyframe(playback),
+        ...(this.#options.onPaint !== undefined && {
+          onPaint: (report: PlayerPaintReport) => this.#options.onPaint?.(channel.id, report),
+        }),
       }),
       reassembler: new Reassembler({
         channel: channel.id,
-        onFrame: (frame) => playback.player.handleFrame(frame),
+        onFrame: (frame) => {
+          this.#options.onFrame?.(channel.id, frame);
+          playback.player.handleFrame(frame);
+        },
         onFrameLost: (loss) => playback.player.handleLoss(loss),
       }),
     };

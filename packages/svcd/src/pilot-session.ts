@@ -8,6 +8,7 @@ import {
   type PackedFrame,
   WireError,
 } from '@svc/wire';
+import { daemonClockMs } from './clock.js';
 import type { FrameSubscriber, VideoChannel } from './video-channel.js';
 
 /** Options of {@link PilotSession}. */
@@ -18,14 +19,18 @@ export interface PilotSessionOptions {
   readonly logger: Logger;
   /** Development mode: any `hello` token is accepted (there is no signalling yet to mint one). */
   readonly acceptAnyToken: boolean;
-  /** Monotonic clock in ms, the clock of the chunk sender timestamps. */
+  /** Clock in ms, the clock of the chunk sender timestamps (default {@link daemonClockMs}). */
   readonly now?: () => number;
 }
 
 /** The pacing rate never goes below this (bits/s), so a keyframe leaves within a few frame times. */
 const MIN_PACING_BPS = 12_000_000;
-/** Pacing runs this many times faster than the stream's own bitrate. */
+/** Pacing runs at least this many times faster than the stream's own bitrate. */
 const PACING_HEADROOM = 3;
+/** And at this multiple of what the path has shown it delivers (the congestion controller's view). */
+const PACING_GAIN = 1.25;
+/** Bytes that may leave back to back: a typical delta frame goes at once, a keyframe is spread. */
+const PACING_BURST_BYTES = 32 * 1024;
 
 /**
  * The robot's side of one pilot session: the control-stream handshake, then every video channel's
@@ -46,8 +51,12 @@ export class PilotSession {
   constructor(options: PilotSessionOptions) {
     this.#options = options;
     this.#session = options.session;
-    this.#now = options.now ?? (() => performance.now());
-    this.#queue = new PacedSendQueue({ send: (d) => this.#session.sendDatagram(d), rateBps: MIN_PACING_BPS });
+    this.#now = options.now ?? daemonClockMs;
+    this.#queue = new PacedSendQueue({
+      send: (d) => this.#session.sendDatagram(d),
+      rateBps: MIN_PACING_BPS,
+      burstBytes: PACING_BURST_BYTES,
+    });
     this.#session.setHandlers({
       onControlData: (bytes) => this.#control(bytes),
       onClose: (info) => {
@@ -146,11 +155,20 @@ export class PilotSession {
           counts.skipped++;
           return;
         }
-        this.#queue.setRate(Math.max(MIN_PACING_BPS, channel.stats.bitrateBps * PACING_HEADROOM));
+        if (keyframe) this.#pace(channel);
         if (this.#queue.enqueueFrame(frame.datagrams, keyframe)) counts.frames++;
         else counts.refused++;
       },
     };
+  }
+
+  /**
+   * Sets the pacing rate from the stream's bitrate and the path's delivery rate: fast enough that
+   * a frame leaves well within a frame time, never a burst bigger than the path has carried.
+   */
+  #pace(channel: VideoChannel): void {
+    const delivered = this.#session.stats().deliveryRateBps * PACING_GAIN;
+    this.#queue.setRate(Math.max(MIN_PACING_BPS, channel.stats.bitrateBps * PACING_HEADROOM, delivered));
   }
 
   #stats(): void {

@@ -1,6 +1,7 @@
 import { type AccessUnit, type Logger, redactUrl, VideoIngest } from '@svc/media';
 import type { QosProfile } from '@svc/qos';
 import { FramePacker, type PackedFrame, wrapU32 } from '@svc/wire';
+import { daemonClockMs } from './clock.js';
 import type { VideoChannelConfig } from './config.js';
 
 /** Something that takes each packed frame of a channel (one per pilot session). */
@@ -98,7 +99,7 @@ export class VideoChannel {
         gopPosition: this.#gopPosition,
         parity,
       },
-      wrapU32(performance.now() * 1000),
+      wrapU32(daemonClockMs() * 1000),
     );
     for (const subscriber of this.#subscribers) subscriber.handleFrame(packed, au.keyframe);
   }

@@ -123,7 +123,8 @@ export class CertificateRotation implements CertificateSource {
     }
     const clock = options.clock ?? systemClock;
     const generate = options.generate ?? createSelfSignedCertificate;
-    const reusable = options.initial !== undefined && options.initial.notAfter.getTime() - clock.now() > 3_600_000;
+    const reusable =
+      options.initial !== undefined && options.initial.notAfter.getTime() - clock.now() > 3_600_000;
     const first = reusable ? options.initial! : await generate(certificateOptions(options, clock.now()));
     const rotation = new CertificateRotation(options, first);
     rotation.#schedule();

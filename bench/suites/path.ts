@@ -1,0 +1,242 @@
+/**
+ * Path suite: the direct path on loopback with real processes and Chromium. Camera RTP (real
+ * ffmpeg output, replayed at 30 fps by this process) → a real `svcd --dev` → WebTransport →
+ * the pilot SDK in headless Chromium with presentation delay 0. One clock: the machine's wall
+ * clock read with sub-millisecond resolution in every process.
+ */
+import { spawn } from 'node:child_process';
+import dgram from 'node:dgram';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ChromiumSession } from '@svc/testkit';
+import { wrapU32 } from '@svc/wire';
+import { captureRtp } from '../capture.js';
+import type { BenchResult, BenchSuite } from '../types.js';
+import type { PathSample } from './path-page.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const svcd = path.resolve(here, '../../packages/svcd/bin/svcd');
+const page = path.join(here, 'path-page.ts');
+const FPS = 30;
+const FRAMES = 300; // ten seconds
+const CAPTURE = { frames: FRAMES, size: '1280x720', fps: FPS, gop: 60 };
+const ENCODER = [
+  '-c:v',
+  'libx264',
+  '-profile:v',
+  'baseline',
+  '-preset',
+  'ultrafast',
+  '-tune',
+  'zerolatency',
+  '-b:v',
+  '8M',
+  '-maxrate',
+  '8M',
+  '-bufsize',
+  '1M',
+  '-x264-params',
+  'sliced-threads=0',
+  '-bsf:v',
+  'dump_extra=freq=keyframe',
+];
+const CLOCK_TICKS_PER_SECOND = 100;
+
+const epochMs = () => performance.timeOrigin + performance.now();
+
+export const suite: BenchSuite = {
+  description: 'direct path on loopback: send→reassembled, RTP-in→painted, connect→first picture, daemon CPU',
+  parameters: { capture: CAPTURE, encoder: ENCODER.join(' '), presentationDelayMs: 0 },
+  async run(report) {
+    const packets = await captureRtp({ ...CAPTURE, encoder: ENCODER, payloadType: '96' });
+    const chromium = await ChromiumSession.open();
+    try {
+      for (const pilots of [1, 4]) await measure(pilots, packets, chromium, report);
+    } finally {
+      await chromium.close();
+    }
+  },
+};
+
+async function measure(
+  pilots: number,
+  packets: Uint8Array[],
+  chromium: ChromiumSession,
+  report: (r: BenchResult) => void,
+): Promise<void> {
+  const rtpPort = await freePort();
+  const daemon = await startDaemon(rtpPort);
+  try {
+    const watching = Array.from({ length: pilots }, () =>
+      chromium.run<PathSample>({
+        entry: page,
+        exportName: 'measurePath',
+        args: [daemon.url, daemon.hash, FRAMES / FPS + 2],
+        timeoutMs: 60_000,
+      }),
+    );
+    await daemon.waitForLog('pilot session opened', pilots);
+    const cpuBefore = await cpuTicks(daemon.pid);
+    const replayStarted = epochMs();
+    const sentAt = await replay(packets, rtpPort);
+    const cpuSeconds = (await cpuTicks(daemon.pid)) - cpuBefore;
+    const elapsed = (epochMs() - replayStarted) / 1000;
+    const samples = await Promise.all(watching);
+    const label = pilots === 1 ? '1 pilot' : `${pilots} pilots`;
+    const params = {
+      pilots,
+      frames: FRAMES,
+      decoded: samples.map((s) => s.decoded),
+      lost: samples.map((s) => s.lost),
+    };
+    report({
+      name: `daemon CPU serving 8 Mbps H.264 to ${label}`,
+      value: (100 * cpuSeconds) / CLOCK_TICKS_PER_SECOND / elapsed,
+      unit: '% of a core',
+      better: 'lower',
+      params,
+    });
+    if (pilots !== 1) return;
+    const [sample] = samples as [PathSample];
+    const assembled = [...sample.sendToAssembledMs].sort((a, b) => a - b);
+    report({
+      name: '(a) daemon send → pilot reassembled, p50',
+      value: percentile(assembled, 0.5),
+      unit: 'ms',
+      better: 'lower',
+      params,
+    });
+    report({
+      name: '(a) daemon send → pilot reassembled, p95',
+      value: percentile(assembled, 0.95),
+      unit: 'ms',
+      better: 'lower',
+      params,
+    });
+    const painted = sample.paints
+      .map(([capture, paint]) => (sentAt.has(capture) ? paint - sentAt.get(capture)! : Number.NaN))
+      .filter((v) => !Number.isNaN(v))
+      .sort((a, b) => a - b);
+    report({
+      name: '(b) RTP in at the daemon → painted, p50',
+      value: percentile(painted, 0.5),
+      unit: 'ms',
+      better: 'lower',
+      params: { ...params, paintedFrames: painted.length },
+    });
+    report({
+      name: '(b) RTP in at the daemon → painted, p99',
+      value: percentile(painted, 0.99),
+      unit: 'ms',
+      better: 'lower',
+      params: { ...params, paintedFrames: painted.length },
+    });
+    report({
+      name: '(c) connect → first painted frame',
+      value: sample.connectToFirstPaintMs ?? Number.NaN,
+      unit: 'ms',
+      better: 'lower',
+      params: { note: "waits for the source's next keyframe (GOP 2 s) without publisher control" },
+    });
+  } finally {
+    await daemon.stop();
+  }
+}
+
+/**
+ * Sends the captured packets to the daemon at the frame rate, each frame's packets back to back,
+ * and returns when each frame's last packet left, keyed by the capture timestamp the daemon will
+ * derive from its RTP timestamp (µs, 32 bits).
+ */
+async function replay(packets: Uint8Array[], port: number): Promise<Map<number, number>> {
+  const socket = dgram.createSocket('udp4');
+  const frames: Uint8Array[][] = [];
+  let current: Uint8Array[] = [];
+  for (const p of packets) {
+    current.push(p);
+    if ((p[1]! & 0x80) !== 0) {
+      frames.push(current);
+      current = [];
+    }
+  }
+  const timestamp = (p: Uint8Array) => new DataView(p.buffer, p.byteOffset).getUint32(4);
+  const firstTs = timestamp(packets[0]!);
+  const sentAt = new Map<number, number>();
+  const start = epochMs();
+  for (const [i, frame] of frames.entries()) {
+    const due = start + (i * 1000) / FPS;
+    const wait = due - epochMs();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    for (const p of frame) socket.send(p, port, '127.0.0.1');
+    const extended = firstTs + ((timestamp(frame[0]!) - firstTs) | 0);
+    sentAt.set(wrapU32(Math.round((extended * 1e6) / 90_000)), epochMs());
+  }
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  socket.close();
+  return sentAt;
+}
+
+async function cpuTicks(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime + stime
+}
+
+function percentile(sorted: number[], q: number): number {
+  return sorted.length === 0
+    ? Number.NaN
+    : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+async function freePort(): Promise<number> {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  const { port } = socket.address();
+  await new Promise<void>((resolve) => socket.close(() => resolve()));
+  return port;
+}
+
+async function startDaemon(rtpPort: number) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'svc-bench-path-'));
+  const config = path.join(dir, 'svcd.toml');
+  await writeFile(
+    config,
+    `[agent]\nrobot_id = "bench"\nsignal_url = "ws://localhost/ws"\ncredential_path = "${path.join(dir, 'credential')}"\nquic_port = ${await freePort()}\nmax_sessions = 8\n` +
+      `[[channel]]\nkind = "video"\nname = "front"\ninput = "rtp://127.0.0.1:${rtpPort}"\ncodec = "avc1.42c01f"\nfps = ${FPS}\n`,
+  );
+  const child = spawn(svcd, ['--config', config, '--dev', '--host', '127.0.0.1'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  const listeners: (() => void)[] = [];
+  const onData = (chunk: Buffer) => {
+    log += chunk.toString();
+    for (const l of listeners.splice(0)) l();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const waitForLog = (text: string, times = 1) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (log.split(text).length - 1 >= times) resolve();
+        else if (child.exitCode !== null) reject(new Error(`svcd exited:\n${log}`));
+        else listeners.push(check);
+      };
+      check();
+    });
+  await waitForLog('dev: pilot URL');
+  const [, url, hash] = /dev: pilot URL (\S+) certificate sha-256 ([0-9a-f]{64})/.exec(log)!;
+  return {
+    url: url!,
+    hash: hash!,
+    pid: child.pid!,
+    waitForLog,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
