@@ -5,6 +5,7 @@
  */
 import { type CodecFamily, RtpPipeline } from '@svc/media';
 import { captureRtp } from '../capture.js';
+import { percentile } from '../stats.js';
 import type { BenchSuite } from '../types.js';
 
 const FRAMES = 300;
@@ -149,10 +150,4 @@ function feed(
 function spanOf(packets: Uint8Array[]): number {
   const ts = (p: Uint8Array) => new DataView(p.buffer, p.byteOffset).getUint32(4);
   return (ts(packets.at(-1)!) - ts(packets[0]!) + 90_000 / CAPTURE.fps) >>> 0;
-}
-
-function percentile(sorted: number[], q: number): number {
-  return sorted.length === 0
-    ? Number.NaN
-    : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { ChromiumSession } from '@svc/testkit';
 import { wrapU32 } from '@svc/wire';
 import { captureRtp } from '../capture.js';
+import { percentile } from '../stats.js';
 import type { BenchResult, BenchSuite } from '../types.js';
 import type { PathSample } from './path-page.js';
 
@@ -182,12 +183,6 @@ async function cpuTicks(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return Number(fields[11]) + Number(fields[12]); // utime + stime
-}
-
-function percentile(sorted: number[], q: number): number {
-  return sorted.length === 0
-    ? Number.NaN
-    : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
 async function freePort(): Promise<number> {
