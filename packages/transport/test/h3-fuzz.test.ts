@@ -135,6 +135,11 @@ const CONNECT_BLOCK = concat(
 );
 const QPACK_SEEDS: readonly Uint8Array[] = [
   CONNECT_BLOCK,
+  // The CONNECT a real Chromium 156 sent (see h3-qpack.test.ts).
+  hex(
+    '0000 d7 cf 508b089d5c0b8170dc6dd034f7 c1 2f00b95d8749c87a3f89f058d360ea4567b13f ' +
+      '2f0e4148b782c69b07522b3d895a74a6b65692c1ca900b0131 5f4b909d29aee30c044eae05c0b86e34d32eb7',
+  ),
   hex('0000 510b 2f69 6e64 6578 2e68 746d 6c'),
   encodeHeaders([
     [':status', '200'],

@@ -22,8 +22,8 @@ const USER_AGENT =
 /**
  * A Chromium-style extended CONNECT field section for a WebTransport session, built byte by byte.
  * This is a reconstruction from RFC 9204 and what Chromium is known to send (static references
- * where the table has them, Huffman-coded literals when shorter); bytes captured from a real
- * Chromium will be added by a later test.
+ * where the table has them, Huffman-coded literals when shorter), with a user agent and a
+ * non-root path added to exercise the longer forms; the bytes a real Chromium sent follow below.
  */
 const CHROMIUM_CONNECT_LINES: readonly Uint8Array[] = [
   // Encoded field section prefix: Required Insert Count 0 | Sign 0, Delta Base 0.
@@ -63,6 +63,23 @@ const CHROMIUM_CONNECT_FIELDS: HeaderList = [
   ['origin', 'http://127.0.0.1:8080'],
   ['user-agent', USER_AGENT],
 ];
+
+/**
+ * The field section of the extended CONNECT that headless Chromium 156 (Debian bookworm) sent to
+ * `svcd` for `new WebTransport('https://127.0.0.1:57048/')` from a page at 127.0.0.1:44375,
+ * captured from the HEADERS frame the server received.
+ */
+const CAPTURED_CHROMIUM_CONNECT_LINES: readonly Uint8Array[] = [
+  '0000', // Required Insert Count 0, Base 0: static table only
+  'd7', // :scheme: https (static 23)
+  'cf', // :method: CONNECT (static 15)
+  '508b 089d5c0b8170dc6dd034f7', // :authority (static name 0), Huffman, 11 bytes
+  'c1', // :path: / (static 1)
+  '2f00 b95d8749c87a3f 89 f058d360ea4567b13f', // literal name :protocol, Huffman value
+  '2f0e 4148b782c69b07522b3d895a74a6b65692c1ca900b 0131', // sec-webtransport-http3-draft02: 1
+  '5f4b 90 9d29aee30c044eae05c0b86e34d32eb7', // origin (static name 90), Huffman, 16 bytes
+].map(hex);
+const CAPTURED_CHROMIUM_CONNECT = concat(...CAPTURED_CHROMIUM_CONNECT_LINES);
 
 describe('QPACK static table (RFC 9204 Appendix A)', () => {
   it('has the 99 entries, spot-checked across its range', () => {
@@ -146,6 +163,34 @@ describe('QPACK decoding', () => {
         headers: CHROMIUM_CONNECT_FIELDS.slice(5),
       },
     });
+  });
+
+  it('decodes the bytes a real Chromium sent, in its order, and accepts the request', () => {
+    const fields = decodeHeaders(CAPTURED_CHROMIUM_CONNECT);
+    expect(fields).toEqual([
+      [':scheme', 'https'],
+      [':method', 'CONNECT'],
+      [':authority', '127.0.0.1:57048'],
+      [':path', '/'],
+      [':protocol', 'webtransport'],
+      ['sec-webtransport-http3-draft02', '1'],
+      ['origin', 'http://127.0.0.1:44375'],
+    ]);
+    expect(parseWebTransportRequest(fields)).toMatchObject({
+      ok: true,
+      request: { authority: '127.0.0.1:57048', path: '/', origin: 'http://127.0.0.1:44375', draft02: true },
+    });
+  });
+
+  it('refuses every truncation of the real Chromium block that cuts a line', () => {
+    const lineEnds = new Set<number>();
+    let offset = 0;
+    for (const line of CAPTURED_CHROMIUM_CONNECT_LINES) lineEnds.add((offset += line.length));
+    for (let length = 0; length < CAPTURED_CHROMIUM_CONNECT.length; length++) {
+      const cut = CAPTURED_CHROMIUM_CONNECT.subarray(0, length);
+      if (lineEnds.has(length)) expect(() => decodeHeaders(cut)).not.toThrow();
+      else expectCode(() => decodeHeaders(cut), 'qpack-error');
+    }
   });
 
   it('decodes every prefix of the Chromium block that ends on a line, and rejects the others', () => {
