@@ -5,8 +5,13 @@ import { seqDiff32, wrapU32 } from '@svc/wire';
 export interface PathSample {
   /** Connect to first painted frame, ms. */
   readonly connectToFirstPaintMs: number | null;
-  /** Daemon send → reassembled in the page, ms, per frame (one clock: the machine's). */
+  /**
+   * Per frame, ms (one clock: the machine's): the send of the datagram that completed it →
+   * reassembled in the page.
+   */
   readonly sendToAssembledMs: number[];
+  /** Per frame, ms: the send of its first datagram → reassembled (adds the frame's pacing spread). */
+  readonly firstSendToAssembledMs: number[];
   /** Per painted frame: capture timestamp (µs, 32-bit) and paint time (epoch ms). */
   readonly paints: [number, number][];
   readonly decoded: number;
@@ -18,6 +23,7 @@ const epochMs = () => performance.timeOrigin + performance.now();
 /** Connects with presentation delay 0, watches for `seconds` after connecting, reports. */
 export async function measurePath(url: string, hash: string, seconds: number): Promise<PathSample> {
   const sendToAssembledMs: number[] = [];
+  const firstSendToAssembledMs: number[] = [];
   const paints: [number, number][] = [];
   const started = epochMs();
   let firstPaint: number | null = null;
@@ -29,8 +35,11 @@ export async function measurePath(url: string, hash: string, seconds: number): P
     token: 'bench',
     container: area,
     presentationDelayMs: 0,
-    onFrame: (_channel, frame) =>
-      sendToAssembledMs.push(seqDiff32(wrapU32(epochMs() * 1000), frame.senderTimestampUs) / 1000),
+    onFrame: (_channel, frame) => {
+      const nowUs = wrapU32(epochMs() * 1000);
+      sendToAssembledMs.push(seqDiff32(nowUs, frame.lastSenderTimestampUs) / 1000);
+      firstSendToAssembledMs.push(seqDiff32(nowUs, frame.senderTimestampUs) / 1000);
+    },
     onPaint: (_channel, report) => {
       const paintedAt = performance.timeOrigin + report.paintMs;
       firstPaint ??= paintedAt - started;
@@ -45,6 +54,7 @@ export async function measurePath(url: string, hash: string, seconds: number): P
   return {
     connectToFirstPaintMs: firstPaint,
     sendToAssembledMs,
+    firstSendToAssembledMs,
     paints,
     decoded: channel?.decoded ?? 0,
     lost: channel?.reassembler.framesLost ?? 0,

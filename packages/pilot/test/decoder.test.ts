@@ -80,6 +80,7 @@ function frame(i: number, gop = 30, extra: Partial<AssembledFrame> = {}): Assemb
     data: new Uint8Array([0, 0, 0, 1, i & 0xff]),
     chunksRecovered: 0,
     senderTimestampUs: (i * 33_000 + 7) % WRAP,
+    lastSenderTimestampUs: (i * 33_000 + 507) % WRAP,
     firstArrivalMs: 1000 + i * 33 - 2,
     completedMs: 1000 + i * 33,
     ...extra,

@@ -6,7 +6,9 @@ import {
   type ControlMessage,
   encodeControlMessage,
   type PackedFrame,
+  stampSenderTimestamp,
   WireError,
+  wrapU32,
 } from '@svc/wire';
 import { daemonClockMs } from './clock.js';
 import type { FrameSubscriber, VideoChannel } from './video-channel.js';
@@ -53,7 +55,12 @@ export class PilotSession {
     this.#session = options.session;
     this.#now = options.now ?? daemonClockMs;
     this.#queue = new PacedSendQueue({
-      send: (d) => this.#session.sendDatagram(d),
+      // Frames are packed once for every session; each datagram is stamped as it leaves this
+      // session's queue (the transport copies it synchronously), so the pilot sees send times.
+      send: (d) => {
+        stampSenderTimestamp(d, wrapU32(this.#now() * 1000));
+        return this.#session.sendDatagram(d);
+      },
       rateBps: MIN_PACING_BPS,
       burstBytes: PACING_BURST_BYTES,
     });

@@ -19,6 +19,11 @@ export interface AssembledFrame {
   readonly chunksRecovered: number;
   /** Earliest sender timestamp among the frame's datagrams, µs (32 bits wrapping). */
   readonly senderTimestampUs: number;
+  /**
+   * Latest sender timestamp among the datagrams received for the frame, µs (32 bits wrapping):
+   * with a pacer that stamps at send time, when the datagram that completed the frame left.
+   */
+  readonly lastSenderTimestampUs: number;
   /** Local clock (ms) when the first datagram of the frame arrived. */
   readonly firstArrivalMs: number;
   /** Local clock (ms) when the frame became complete. */
@@ -131,6 +136,7 @@ class PendingFrame {
   /** Given up as untrustworthy; reported `corrupt` when its turn comes. */
   corrupt = false;
   senderTimestampUs: number;
+  lastSenderTimestampUs: number;
 
   constructor(h: ChunkHeader, nowMs: number, deadlineMs: number) {
     this.frameId = h.frameId;
@@ -138,6 +144,7 @@ class PendingFrame {
     this.firstArrivalMs = nowMs;
     this.deadlineMs = nowMs + deadlineMs;
     this.senderTimestampUs = h.senderTimestampUs;
+    this.lastSenderTimestampUs = h.senderTimestampUs;
   }
 }
 
@@ -282,6 +289,8 @@ export class Reassembler {
     frame.received++;
     if (seqDiff32(h.senderTimestampUs, frame.senderTimestampUs) < 0)
       frame.senderTimestampUs = h.senderTimestampUs;
+    if (seqDiff32(h.senderTimestampUs, frame.lastSenderTimestampUs) > 0)
+      frame.lastSenderTimestampUs = h.senderTimestampUs;
     if (block.received >= block.dataCount) this.#completeBlock(frame, block);
     if (frame.lastBlock >= 0 && frame.blocksDone === frame.lastBlock + 1) this.#deliver(frame, nowMs);
   }
@@ -396,6 +405,7 @@ export class Reassembler {
       data: whole.subarray(FRAME_INFO_BYTES),
       chunksRecovered: frame.recovered,
       senderTimestampUs: frame.senderTimestampUs,
+      lastSenderTimestampUs: frame.lastSenderTimestampUs,
       firstArrivalMs: frame.firstArrivalMs,
       completedMs: nowMs,
     });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FramePacker, NO_PARITY, type ParityPolicy, WireError } from '../src/index.js';
+import { FramePacker, NO_PARITY, type ParityPolicy, stampSenderTimestamp, WireError } from '../src/index.js';
 import { headerOf, packOne, recordingReassembler, shuffled, testFrame } from './support/helpers.js';
 
 const FEC: ParityPolicy = { rate: 0.25, minPerBlock: 2 };
@@ -24,6 +24,21 @@ describe('Reassembler', () => {
     expect(losses).toEqual([]);
     // A block completes as soon as any k of its chunks are in; the rest are surplus or duplicates.
     expect(reassembler.stats.duplicates + reassembler.stats.surplus).toBe(packed.datagrams.length + 3 - 8);
+  });
+
+  it('reports the earliest and the latest send time of a paced frame, across a wrap', () => {
+    const packed = packOne(testFrame(9000, FEC));
+    const { reassembler, frames } = recordingReassembler();
+    // A pacer restamps each datagram as it leaves: 0xffff_fff0, then 100 µs apart (wrapping).
+    packed.datagrams.forEach((d, i) => stampSenderTimestamp(d, 0xffff_fff0 + i * 100));
+    let completing = -1;
+    packed.datagrams.forEach((d, i) => {
+      reassembler.handleDatagram(d, 5);
+      if (completing < 0 && frames.length === 1) completing = i;
+    });
+    expect(completing).toBeGreaterThan(0);
+    expect(frames[0]!.senderTimestampUs).toBe(0xffff_fff0);
+    expect(frames[0]!.lastSenderTimestampUs).toBe((0xffff_fff0 + completing * 100) >>> 0);
   });
 
   it('needs no repair when the data arrives in order', () => {

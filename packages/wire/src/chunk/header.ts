@@ -141,10 +141,12 @@ export function stampSenderTimestamp(datagram: Uint8Array, senderTimestampUs: nu
   if (datagram.byteLength < CHUNK_HEADER_BYTES) {
     throw new TypeError('not a chunk datagram: shorter than the chunk header');
   }
-  new DataView(datagram.buffer, datagram.byteOffset, CHUNK_HEADER_BYTES).setUint32(
-    10,
-    senderTimestampUs >>> 0,
-  );
+  // Big-endian u32 at offset 10, written byte by byte: this runs once per datagram sent.
+  const t = senderTimestampUs >>> 0;
+  datagram[10] = t >>> 24;
+  datagram[11] = (t >>> 16) & 0xff;
+  datagram[12] = (t >>> 8) & 0xff;
+  datagram[13] = t & 0xff;
 }
 
 function checkDecodedHeader(h: ChunkHeader, payloadLength: number): void {
