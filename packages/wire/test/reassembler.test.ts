@@ -30,7 +30,9 @@ describe('Reassembler', () => {
     const packed = packOne(testFrame(9000, FEC));
     const { reassembler, frames } = recordingReassembler();
     // A pacer restamps each datagram as it leaves: 0xffff_fff0, then 100 µs apart (wrapping).
-    packed.datagrams.forEach((d, i) => stampSenderTimestamp(d, 0xffff_fff0 + i * 100));
+    packed.datagrams.forEach((d, i) => {
+      stampSenderTimestamp(d, 0xffff_fff0 + i * 100);
+    });
     let completing = -1;
     packed.datagrams.forEach((d, i) => {
       reassembler.handleDatagram(d, 5);
