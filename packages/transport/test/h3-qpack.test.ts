@@ -185,7 +185,10 @@ describe('QPACK decoding', () => {
   it('refuses every truncation of the real Chromium block that cuts a line', () => {
     const lineEnds = new Set<number>();
     let offset = 0;
-    for (const line of CAPTURED_CHROMIUM_CONNECT_LINES) lineEnds.add((offset += line.length));
+    for (const line of CAPTURED_CHROMIUM_CONNECT_LINES) {
+      offset += line.length;
+      lineEnds.add(offset);
+    }
     for (let length = 0; length < CAPTURED_CHROMIUM_CONNECT.length; length++) {
       const cut = CAPTURED_CHROMIUM_CONNECT.subarray(0, length);
       if (lineEnds.has(length)) expect(() => decodeHeaders(cut)).not.toThrow();
