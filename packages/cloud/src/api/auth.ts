@@ -1,0 +1,151 @@
+import { timingSafeEqual } from 'node:crypto';
+import { and, eq, isNull } from 'drizzle-orm';
+import type { FastifyRequest } from 'fastify';
+import { type ApiKey, apiKeys, type CloudDb, hashSecret, type User, users } from '../db/index.js';
+import { type IdentityError, isIdentityError, type OidcVerifier } from '../identity/index.js';
+import type { Actor } from './audit.js';
+import { ApiError } from './errors.js';
+
+/** Text every API key starts with, so a leaked key is recognisable (secret scanners, logs). */
+export const API_KEY_PREFIX = 'svc_key_';
+/** Length of the looked-up part of a key: the prefix and 8 hex characters. */
+const API_KEY_LOOKUP_LENGTH = API_KEY_PREFIX.length + 8;
+/** `last_used_at` is written at most this often per key, so a busy backend does not write on every call. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** Who is calling. */
+export type Caller =
+  | { readonly kind: 'user'; readonly user: User; readonly claims: Record<string, unknown> }
+  | { readonly kind: 'api-key'; readonly key: ApiKey }
+  | { readonly kind: 'anonymous' };
+
+/** The audit actor of a caller. */
+export function actorOf(caller: Caller): Actor {
+  switch (caller.kind) {
+    case 'user':
+      return { kind: 'user', id: caller.user.id };
+    case 'api-key':
+      return { kind: 'api_key', id: caller.key.id };
+    case 'anonymous':
+      return { kind: 'system', id: null };
+    default:
+      return caller satisfies never;
+  }
+}
+
+/** The bearer token of a request, or `undefined` without an `Authorization: Bearer` header. */
+export function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (header === undefined) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (match === null) {
+    throw new ApiError('unauthenticated', 'the Authorization header must be "Bearer <token>"');
+  }
+  return match[1];
+}
+
+/** The lookup part of an API key (`svc_key_` and 8 hex characters), or `undefined` if it is not one. */
+export function apiKeyLookup(token: string): string | undefined {
+  if (!token.startsWith(API_KEY_PREFIX) || token.length < API_KEY_LOOKUP_LENGTH + 20) return undefined;
+  const lookup = token.slice(0, API_KEY_LOOKUP_LENGTH);
+  return /^[0-9a-f]{8}$/.test(lookup.slice(API_KEY_PREFIX.length)) ? lookup : undefined;
+}
+
+/** Turns an identity error into the API's answer: a bad token is 401, an unreachable provider 502. */
+export function identityFailure(err: IdentityError, what: string): ApiError {
+  if (
+    err.code === 'provider-unreachable' ||
+    err.code === 'discovery-failed' ||
+    err.code === 'userinfo-failed'
+  ) {
+    return new ApiError('provider-unavailable', `the identity provider could not be asked: ${err.message}`, {
+      cause: err,
+    });
+  }
+  return new ApiError('unauthenticated', `${what} rejected (${err.code}): ${err.message}`, { cause: err });
+}
+
+/**
+ * Resolves callers: API keys by their lookup prefix and hash, humans by their verified OIDC access
+ * token and the user row keyed on (issuer, subject).
+ */
+export class Authenticator {
+  readonly #db: CloudDb;
+  readonly #verifier: OidcVerifier;
+  readonly #issuer: string;
+  readonly #now: () => number;
+
+  constructor(options: { db: CloudDb; verifier: OidcVerifier; issuer: string; now?: () => number }) {
+    this.#db = options.db;
+    this.#verifier = options.verifier;
+    this.#issuer = options.issuer;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The configured issuer (users are keyed on it with their subject). */
+  get issuer(): string {
+    return this.#issuer;
+  }
+
+  /** The verifier, for `GET /api/v1/me`. */
+  get verifier(): OidcVerifier {
+    return this.#verifier;
+  }
+
+  /**
+   * The caller of a request: `anonymous` without credentials; a 401 for a credential that does not
+   * verify; a 403 `not-registered` for a valid login that never went through `GET /api/v1/me`.
+   */
+  async caller(request: FastifyRequest): Promise<Caller> {
+    const token = bearerToken(request);
+    if (token === undefined) return { kind: 'anonymous' };
+    if (token.startsWith(API_KEY_PREFIX)) return { kind: 'api-key', key: await this.#apiKey(token) };
+    const verified = await this.verifyAccessToken(token);
+    const [user] = await this.#db
+      .select()
+      .from(users)
+      .where(and(eq(users.oidcIssuer, this.#issuer), eq(users.oidcSubject, verified.sub)));
+    if (user === undefined) {
+      throw new ApiError(
+        'not-registered',
+        'this login is not known yet: sign in through the console first (GET /api/v1/me)',
+      );
+    }
+    return { kind: 'user', user, claims: verified.claims };
+  }
+
+  /** Verifies an OIDC access token, as the API's answer on failure. */
+  async verifyAccessToken(token: string): Promise<{ sub: string; claims: Record<string, unknown> }> {
+    try {
+      return await this.#verifier.verifyAccessToken(token);
+    } catch (err) {
+      if (isIdentityError(err)) throw identityFailure(err, 'access token');
+      throw err;
+    }
+  }
+
+  async #apiKey(token: string): Promise<ApiKey> {
+    const lookup = apiKeyLookup(token);
+    const invalid = new ApiError(
+      'unauthenticated',
+      'API key not recognised, or revoked; create a new key in the console',
+    );
+    if (lookup === undefined) throw invalid;
+    const [key] = await this.#db
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.prefix, lookup), isNull(apiKeys.revokedAt)));
+    if (key === undefined) throw invalid;
+    const presented = Buffer.from(hashSecret(token), 'hex');
+    const stored = Buffer.from(key.secretHash, 'hex');
+    if (presented.length !== stored.length || !timingSafeEqual(presented, stored)) throw invalid;
+    const now = this.#now();
+    if (key.lastUsedAt === null || now - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+      await this.#db
+        .update(apiKeys)
+        .set({ lastUsedAt: new Date(now) })
+        .where(eq(apiKeys.id, key.id));
+    }
+    return key;
+  }
+}

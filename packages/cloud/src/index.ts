@@ -1,0 +1,2 @@
+/** svc-cloud: the service's public surface. */
+export {};

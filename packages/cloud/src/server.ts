@@ -1,0 +1,129 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp, loggerOptions } from './app.js';
+import { type CloudConfig, loadCloudConfig } from './config.js';
+import { type Database, openDatabase, redactUrl } from './db/index.js';
+import { createOidcProvider, type EmbeddedOidcProvider, OidcVerifier } from './identity/index.js';
+import { invitationProviderFor, logMailer } from './invitations/index.js';
+
+/** A running svc-cloud. */
+export interface RunningCloud {
+  readonly config: CloudConfig;
+  readonly app: FastifyInstance;
+  readonly database: Database;
+  /** The embedded development provider, when no issuer is configured. */
+  readonly devProvider: EmbeddedOidcProvider | undefined;
+  /** The address it listens on, e.g. `http://127.0.0.1:8080`. */
+  readonly address: string;
+  close(): Promise<void>;
+}
+
+/** Test users of the embedded development provider's login page. */
+export const DEV_USERS = [
+  {
+    sub: 'dev-alice',
+    name: 'Alice (admin)',
+    email: 'alice@example.test',
+    emailVerified: true,
+    groups: ['admins'],
+  },
+  {
+    sub: 'dev-bob',
+    name: 'Bob (operator)',
+    email: 'bob@example.test',
+    emailVerified: true,
+    groups: ['operators'],
+  },
+  {
+    sub: 'dev-vera',
+    name: 'Vera (viewer)',
+    email: 'vera@example.test',
+    emailVerified: true,
+    groups: ['viewers'],
+  },
+] as const;
+
+/**
+ * Starts svc-cloud from an environment: validates the configuration (failing with every bad
+ * variable named), opens the database (PostgreSQL with `DATABASE_URL`, else the embedded one),
+ * starts the embedded development provider when no issuer is configured, and listens.
+ */
+export async function startCloud(env: Readonly<Record<string, string | undefined>>): Promise<RunningCloud> {
+  const config = loadCloudConfig(env);
+  const database = await openDatabase(
+    config.databaseUrl === undefined ? { dataDir: config.dataDir } : { url: config.databaseUrl },
+  );
+  let devProvider: EmbeddedOidcProvider | undefined;
+  if (config.identity.kind === 'development') {
+    devProvider = await createOidcProvider({
+      issuer: config.identity.issuer,
+      audience: config.identity.audience,
+      clientId: config.identity.clientId,
+      redirectUris: [`${config.consoleUrl}/`, config.consoleUrl, `${config.publicUrl}/`],
+      users: DEV_USERS.map((u) => ({ ...u, groups: [...u.groups] })),
+      allowTypedNames: true,
+    });
+  }
+  const verifier = new OidcVerifier({
+    issuer: config.identity.issuer,
+    audience: config.identity.audience,
+    clientId: config.identity.clientId,
+    ...(config.identity.kind === 'external' && config.identity.jwksUri !== undefined
+      ? { jwksUri: config.identity.jwksUri }
+      : {}),
+    ...(config.identity.kind === 'external' && config.identity.userinfoUri !== undefined
+      ? { userinfoUri: config.identity.userinfoUri }
+      : {}),
+  });
+  const app = await buildApp({
+    config,
+    database,
+    verifier,
+    invitationProvider: invitationProviderFor(config.invitationProvider),
+    mail: logMailer((fields, msg) => app.log.info(fields, msg)),
+    ...(devProvider === undefined ? {} : { devProvider }),
+    logger: loggerOptions(config),
+  });
+  const log = app.log;
+  log.info(
+    {
+      database:
+        config.databaseUrl === undefined ? `embedded (${config.dataDir})` : redactUrl(config.databaseUrl),
+      issuer: config.identity.issuer,
+      provisioning: config.provisioning,
+    },
+    'svc-cloud starting',
+  );
+  if (devProvider !== undefined) {
+    log.warn(
+      { issuer: devProvider.issuer },
+      'no SVC_OIDC_ISSUER: serving the embedded DEVELOPMENT identity provider (anyone can sign in as anyone); set SVC_OIDC_ISSUER for real use',
+    );
+  }
+  if (config.devAllowAnonymous) {
+    log.warn(
+      'SVC_DEV_ALLOW_ANONYMOUS=1: NO ACCOUNT NEEDED, robot listing and presence are unscoped. Development only.',
+    );
+  }
+  if (config.devOpenEnrolment) {
+    log.warn('SVC_DEV_OPEN_ENROLMENT=1: unknown robots are trusted on first connection. Development only.');
+  }
+  let address: string;
+  try {
+    address = await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await app.close();
+    await database.close();
+    throw err;
+  }
+  return {
+    config,
+    app,
+    database,
+    devProvider,
+    address,
+    async close() {
+      await app.close();
+      await database.close();
+    },
+  };
+}

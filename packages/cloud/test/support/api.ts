@@ -1,0 +1,115 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { type CloudConfig, loadCloudConfig } from '../../src/config.js';
+import type { CloudDb, Database } from '../../src/db/index.js';
+import { OidcVerifier } from '../../src/identity/index.js';
+import {
+  type InvitationProvider,
+  type MailMessage,
+  noInvitationProvider,
+} from '../../src/invitations/index.js';
+import type { DatabaseBackend } from './databases.js';
+import { type LoginAs, type LoginResult, TEST_AUDIENCE, TEST_CLIENT_ID, type TestProvider } from './oidc.js';
+
+/** An answer of {@link TestApi.call}. */
+export interface Answer {
+  readonly status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: test bodies are read field by field
+  readonly body: any;
+}
+
+/** What a request carries. */
+export interface CallOptions {
+  /** Bearer token: an access token or an API key. */
+  readonly token?: string;
+  readonly idToken?: string;
+  readonly body?: unknown;
+  readonly headers?: Record<string, string>;
+}
+
+/** svc-cloud's HTTP app on a real database and a real OIDC provider, driven with `inject()`. */
+export interface TestApi {
+  readonly app: FastifyInstance;
+  readonly config: CloudConfig;
+  readonly database: Database;
+  readonly db: CloudDb;
+  /** Every message the mailer was given. */
+  readonly mail: MailMessage[];
+  /** The clock the app reads; tests move it. */
+  now: Date;
+  call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, options?: CallOptions): Promise<Answer>;
+  /** Logs in at the provider (the real code + PKCE flow) and calls `GET /api/v1/me` with both tokens. */
+  signIn(who: LoginAs): Promise<LoginResult & { me: Answer }>;
+  dispose(): Promise<void>;
+}
+
+/** Options of {@link startApi}. */
+export interface StartApiOptions {
+  readonly backend: DatabaseBackend;
+  readonly provider: TestProvider;
+  /** More environment (SVC_PROVISIONING, SVC_OIDC_ROLE_MAP, ...). */
+  readonly env?: Record<string, string>;
+  readonly invitationProvider?: InvitationProvider;
+}
+
+/** Builds the app against `provider` on a fresh database of `backend`. */
+export async function startApi(options: StartApiOptions): Promise<TestApi> {
+  const config = loadCloudConfig({
+    SVC_OIDC_ISSUER: options.provider.issuer,
+    SVC_OIDC_AUDIENCE: TEST_AUDIENCE,
+    SVC_OIDC_CLIENT_ID: TEST_CLIENT_ID,
+    SVC_PUBLIC_URL: 'http://127.0.0.1:8080',
+    ...options.env,
+  });
+  const { database, dispose } = await options.backend.create();
+  const mail: MailMessage[] = [];
+  const api: Partial<TestApi> & { now: Date } = { now: new Date() };
+  const app = await buildApp({
+    config,
+    database,
+    verifier: new OidcVerifier({
+      issuer: config.identity.issuer,
+      audience: config.identity.audience,
+      clientId: config.identity.clientId,
+      jwksUri: options.provider.jwksUri,
+      userinfoUri: options.provider.userinfoUri,
+    }),
+    invitationProvider: options.invitationProvider ?? noInvitationProvider,
+    mail: {
+      async send(message) {
+        mail.push(message);
+      },
+    },
+    logger: false,
+    now: () => api.now,
+  });
+  const call: TestApi['call'] = async (method, url, o = {}) => {
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
+    if (o.idToken !== undefined) headers['x-svc-id-token'] = o.idToken;
+    const response = await app.inject({
+      method,
+      url,
+      headers,
+      ...(o.body === undefined ? {} : { payload: o.body as object }),
+    });
+    return { status: response.statusCode, body: response.body === '' ? undefined : response.json() };
+  };
+  return Object.assign(api, {
+    app,
+    config,
+    database,
+    db: database.db,
+    mail,
+    call,
+    async signIn(who: LoginAs) {
+      const tokens = await options.provider.login(who);
+      const me = await call('GET', '/api/v1/me', { token: tokens.accessToken, idToken: tokens.idToken });
+      return { ...tokens, me };
+    },
+    async dispose() {
+      await app.close();
+      await dispose();
+    },
+  }) as TestApi;
+}
