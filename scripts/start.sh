@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The one start command (`npm start`): installs what is missing, then starts what runs on embedded
-# defaults. Today that is the wire loopback; the cloud service and the daemon replace it as they land.
+# The one start command (`npm start`): installs what is missing, then starts svc-cloud on its
+# embedded defaults: the embedded database in ./svc-data, the development identity provider, and
+# the console at http://127.0.0.1:8080/console/. SVC_* variables configure it (docs/cloud.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 require_node
 ensure_node_modules
-exec node --conditions=source --import tsx scripts/src/wire-loopback.ts "$@"
+exec packages/cloud/bin/svc-cloud "$@"

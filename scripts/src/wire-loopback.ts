@@ -24,7 +24,7 @@ const burst = Number(values.burst);
 const frameLimit = values.frames === undefined ? Number.POSITIVE_INFINITY : Number(values.frames);
 const seed = Number(values.seed);
 if (!(lossRate >= 0 && lossRate < 1) || !Number.isInteger(burst) || burst < 1 || !(frameLimit > 0)) {
-  console.error('usage: npm start -- [--loss 0..0.99] [--burst N>=1] [--frames N>0] [--seed N]');
+  console.error('usage: npm run demo:wire -- [--loss 0..0.99] [--burst N>=1] [--frames N>0] [--seed N]');
   process.exit(2);
 }
 

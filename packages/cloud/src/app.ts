@@ -7,6 +7,7 @@ import { accountRoutes } from './api/routes-account.js';
 import { orgRoutes } from './api/routes-orgs.js';
 import { robotRoutes } from './api/routes-robots.js';
 import type { CloudConfig } from './config.js';
+import { consoleRoutes } from './console-assets.js';
 import type { Database } from './db/index.js';
 import type { EmbeddedOidcProvider, OidcVerifier } from './identity/index.js';
 import type { InvitationProvider, Mailer } from './invitations/index.js';
@@ -142,6 +143,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   accountRoutes(app, ctx);
   orgRoutes(app, ctx);
   robotRoutes(app, ctx);
+  consoleRoutes(app);
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 
   const dev = deps.devProvider;
