@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { Authenticator } from './api/auth.js';
@@ -76,6 +78,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   });
   app.setValidatorCompiler(() => (value) => ({ value }));
 
+  const now = deps.now ?? (() => new Date());
   const ctx: ApiContext = {
     config: deps.config,
     database: deps.database,
@@ -84,10 +87,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       db: deps.database.db,
       verifier: deps.verifier,
       issuer: deps.config.identity.issuer,
+      // The app's clock, so `last_used_at` agrees with `revoked_at` and the other times it writes.
+      now: () => now().getTime(),
     }),
     invitationProvider: deps.invitationProvider,
     mail: deps.mail,
-    now: deps.now ?? (() => new Date()),
+    now,
   };
 
   await app.register(swagger, {
@@ -112,6 +117,27 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       security: [{ bearer: [] }],
     },
   });
+
+  if (deps.config.rateLimitPerMinute > 0) {
+    await app.register(rateLimit, {
+      max: deps.config.rateLimitPerMinute,
+      timeWindow: 60_000,
+      // One budget per credential (people behind one address do not share it), else per address.
+      keyGenerator: (request) => {
+        const authorization = request.headers.authorization;
+        return authorization === undefined
+          ? `ip:${request.ip}`
+          : `cred:${createHash('sha256').update(authorization).digest('base64url')}`;
+      },
+      errorResponseBuilder: (_request, context) => {
+        const err = new ApiError(
+          'rate-limited',
+          `more than ${context.max} requests in a minute; retry in ${Math.ceil(context.ttl / 1000)} s`,
+        );
+        return Object.assign(err, { statusCode: 429 });
+      },
+    });
+  }
 
   app.setErrorHandler((err, request, reply) => {
     if (err instanceof ApiError) {

@@ -84,6 +84,8 @@ export interface CloudConfig {
   readonly invitationTtlHours: number;
   readonly devAllowAnonymous: boolean;
   readonly devOpenEnrolment: boolean;
+  /** Requests per minute one client (one credential, or one address without) may make; 0 turns the limit off. */
+  readonly rateLimitPerMinute: number;
 }
 
 /** Defaults, in one place. */
@@ -96,6 +98,7 @@ export const CLOUD_DEFAULTS = {
   defaultOrgName: 'Default',
   devClientId: 'svc-console',
   invitationTtlHours: 7 * 24,
+  rateLimitPerMinute: 600,
 } as const;
 
 /** Path under which the embedded development provider is served. */
@@ -191,17 +194,19 @@ export function loadCloudConfig(env: Env): CloudConfig {
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     issues.push({
       variable: 'DATABASE_URL',
-      message: `"${redact(databaseUrl)}" is not a postgres:// or postgresql:// URL (leave it unset for the embedded database)`,
+      message: `"${redactCredentials(databaseUrl)}" is not a postgres:// or postgresql:// URL (leave it unset for the embedded database)`,
     });
   }
 
+  // Set but invalid still counts as set: the error names the issuer, not the variables that need it.
+  const issuerSet = get('SVC_OIDC_ISSUER') !== undefined;
   const issuer = url('SVC_OIDC_ISSUER');
   const audience = get('SVC_OIDC_AUDIENCE');
   const clientId = get('SVC_OIDC_CLIENT_ID');
   const jwksUri = url('SVC_OIDC_JWKS_URI');
   const userinfoUri = url('SVC_OIDC_USERINFO_URI');
   let identity: IdentityConfig;
-  if (issuer !== undefined) {
+  if (issuerSet) {
     if (audience === undefined)
       issues.push({
         variable: 'SVC_OIDC_AUDIENCE',
@@ -214,7 +219,7 @@ export function loadCloudConfig(env: Env): CloudConfig {
       });
     identity = {
       kind: 'external',
-      issuer: env.SVC_OIDC_ISSUER!.trim(),
+      issuer: issuer === undefined ? '' : env.SVC_OIDC_ISSUER!.trim(),
       audience: audience ?? '',
       clientId: clientId ?? '',
       ...(jwksUri === undefined ? {} : { jwksUri }),
@@ -312,9 +317,21 @@ export function loadCloudConfig(env: Env): CloudConfig {
     invitationTtlHours: integer('SVC_INVITATION_TTL_HOURS', CLOUD_DEFAULTS.invitationTtlHours, 1, 24 * 90),
     devAllowAnonymous: flag('SVC_DEV_ALLOW_ANONYMOUS'),
     devOpenEnrolment: flag('SVC_DEV_OPEN_ENROLMENT'),
+    rateLimitPerMinute: integer('SVC_RATE_LIMIT_PER_MINUTE', CLOUD_DEFAULTS.rateLimitPerMinute, 0, 1_000_000),
   };
   if (issues.length > 0) throw new CloudConfigError(issues);
   return Object.freeze(config);
+}
+
+/**
+ * A connection string that may not parse as a URL, safe to print: everything between the scheme
+ * and the last `@` (user and password, whatever they contain) is masked, and the query dropped.
+ */
+export function redactCredentials(value: string): string {
+  const at = value.lastIndexOf('@');
+  if (at < 0) return redact(value);
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0] ?? '';
+  return redact(`${scheme}***@${value.slice(at + 1)}`);
 }
 
 /** A URL with its credentials and query removed, for messages and logs. */

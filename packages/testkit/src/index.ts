@@ -21,6 +21,16 @@ export {
   type TestCodec,
 } from './media-sources.js';
 export {
+  CookieJar,
+  discover,
+  type LoginAs,
+  type LoginOptions,
+  type LoginResult,
+  type LoginTarget,
+  login,
+  openLoginPage,
+} from './oidc-login.js';
+export {
   type RtspServerMount,
   type RtspServerOptions,
   type RunningRtspServer,

@@ -91,11 +91,27 @@ export async function signIn(
     } else if (!providerChanged) {
       const changes: Partial<User> = { lastLoginAt: now };
       // A verified email is learned (or corrected) on any login; it never becomes unverified.
-      if (who.email !== undefined && who.email !== user.email) changes.email = who.email;
+      if (who.email !== undefined && who.email !== user.email) {
+        // Unless another user holds it (e.g. this login first came without a verified email, and
+        // the email's owner signed in through another provider): neither account takes the other's.
+        const [holder] = await tx.select({ id: users.id }).from(users).where(eq(users.email, who.email));
+        if (holder === undefined) changes.email = who.email;
+        else
+          await audit(tx, {
+            orgId: null,
+            actor: SYSTEM_ACTOR,
+            action: 'user.email-conflict',
+            targetKind: 'user',
+            targetId: user.id,
+            detail: { email: who.email, heldBy: holder.id },
+          });
+      }
       if (who.name !== undefined && user.name === null) changes.name = who.name;
       [user] = await tx.update(users).set(changes).where(eq(users.id, user.id)).returning();
     }
-    if (who.email !== undefined) await acceptInvitationsByEmail(tx, user!, who.email, now);
+    if (who.email !== undefined && user!.email === who.email) {
+      await acceptInvitationsByEmail(tx, user!, who.email, now);
+    }
     return { user: user!, created, providerChanged };
   });
 }

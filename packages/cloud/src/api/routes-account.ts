@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { memberships, orgs } from '../db/index.js';
-import { isIdentityError } from '../identity/index.js';
+import { isIdentityError, verifiedEmailClaim } from '../identity/index.js';
 import { bearerToken, identityFailure } from './auth.js';
 import type { ApiContext } from './context.js';
 import { ApiError } from './errors.js';
@@ -65,10 +65,11 @@ export function accountRoutes(app: FastifyInstance, ctx: ApiContext): void {
       let idClaims: Record<string, unknown> = {};
       try {
         if (idToken !== undefined) {
-          const verified = await ctx.auth.verifier.verifyIdToken(idToken, access.sub);
-          idClaims = verified.claims;
+          idClaims = (await ctx.auth.verifier.verifyIdToken(idToken, access.sub)).claims;
+          email = verifiedEmailClaim(idClaims);
         }
-        email = await ctx.auth.verifier.verifiedEmail({ sub: access.sub, idToken, accessToken: token });
+        // Userinfo, for providers whose userinfo accepts the access token (spec 5.1.4).
+        email ??= await ctx.auth.verifier.verifiedEmail({ sub: access.sub, accessToken: token });
       } catch (err) {
         if (!isIdentityError(err)) throw err;
         if (

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { and, count, desc, eq, gt, lt, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, gte, lt, type SQL } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import {
@@ -11,6 +11,7 @@ import {
   newSecret,
   ORG_ROLES,
   orgs,
+  robots,
   users,
 } from '../db/index.js';
 import { InvitationProviderError } from '../invitations/index.js';
@@ -40,8 +41,8 @@ const auditQuery = z.object({
   action: z.string().max(100).optional(),
   actor: z.string().max(100).optional(),
   target: z.string().max(200).optional(),
-  since: z.iso.datetime({ offset: true }).optional(),
-  until: z.iso.datetime({ offset: true }).optional(),
+  since: z.iso.datetime({ offset: true }).describe('Entries at or after this time').optional(),
+  until: z.iso.datetime({ offset: true }).describe('Entries before this time').optional(),
   before: z.coerce.number().int().positive().optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
@@ -147,6 +148,12 @@ export function orgRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const { org: orgId } = parse(orgParams, params(request), 'path');
       const { user } = await requireOrgPermission(ctx, request, orgId, 'org.delete');
       await db.transaction(async (tx) => {
+        // A robot has at most one org: the org's robots (and their grants) go with it, and must
+        // enrol again to join another.
+        const gone = await tx
+          .delete(robots)
+          .where(eq(robots.orgId, orgId))
+          .returning({ robotId: robots.robotId });
         await tx.delete(orgs).where(eq(orgs.id, orgId));
         await audit(tx, {
           orgId,
@@ -154,6 +161,7 @@ export function orgRoutes(app: FastifyInstance, ctx: ApiContext): void {
           action: 'org.delete',
           targetKind: 'org',
           targetId: orgId,
+          detail: { robotsDeleted: gone.map((r) => r.robotId) },
         });
       });
       reply.code(204);
@@ -188,8 +196,8 @@ export function orgRoutes(app: FastifyInstance, ctx: ApiContext): void {
     { schema: { summary: "Changes a member's role", tags: tags('members'), body: jsonSchema(roleBody) } },
     async (request) => {
       const p = parse(memberParams, params(request), 'path');
-      const body = parse(roleBody, request.body, 'body');
       const { user, role: actorRole } = await requireOrgPermission(ctx, request, p.org, 'members.manage');
+      const body = parse(roleBody, request.body, 'body');
       return db.transaction(async (tx) => {
         const current = await memberRole(tx, p.org, p.user);
         if (!mayManageRole(actorRole, current) || !mayManageRole(actorRole, body.role)) {
@@ -256,8 +264,8 @@ export function orgRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (request, reply) => {
       const { org: orgId } = parse(orgParams, params(request), 'path');
-      const body = parse(invitationBody, request.body, 'body');
       const { user, role } = await requireOrgPermission(ctx, request, orgId, 'members.manage');
+      const body = parse(invitationBody, request.body, 'body');
       if (!mayManageRole(role, body.role)) {
         throw new ApiError('forbidden', `an ${role} cannot invite a ${body.role}; ask an owner`);
       }
@@ -423,8 +431,8 @@ export function orgRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (request, reply) => {
       const { org: orgId } = parse(orgParams, params(request), 'path');
-      const body = parse(apiKeyBody, request.body, 'body');
       const { user } = await requireOrgPermission(ctx, request, orgId, 'api-keys.manage');
+      const body = parse(apiKeyBody, request.body, 'body');
       const prefix = API_KEY_PREFIX + randomBytes(4).toString('hex');
       const key = newSecret(`${prefix}_`);
       const row = await db.transaction(async (tx) => {
@@ -500,7 +508,8 @@ export function orgRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (q.action !== undefined) where.push(eq(auditLog.action, q.action));
       if (q.actor !== undefined) where.push(eq(auditLog.actorId, q.actor));
       if (q.target !== undefined) where.push(eq(auditLog.targetId, q.target));
-      if (q.since !== undefined) where.push(gt(auditLog.at, new Date(q.since)));
+      // [since, until): consecutive windows hold every entry exactly once.
+      if (q.since !== undefined) where.push(gte(auditLog.at, new Date(q.since)));
       if (q.until !== undefined) where.push(lt(auditLog.at, new Date(q.until)));
       if (q.before !== undefined) where.push(lt(auditLog.id, q.before));
       const rows = await db

@@ -12,7 +12,7 @@ import {
   users,
 } from '../db/index.js';
 import { audit } from './audit.js';
-import { actorOf, type Caller } from './auth.js';
+import type { Caller } from './auth.js';
 import { type ApiContext, hasScope, requireOrgPermission } from './context.js';
 import { ApiError } from './errors.js';
 import { jsonSchema, params, parse, uuidParam } from './http.js';
@@ -139,11 +139,13 @@ export function robotRoutes(app: FastifyInstance, ctx: ApiContext): void {
     async (request, reply) => {
       const { robot } = parse(robotParams, params(request), 'path');
       const row = await managedRobot(ctx, request, robot);
+      // The actor is known from managedRobot: no query outside `tx` while it is open (PGlite has
+      // one connection, so such a query would wait for the transaction forever).
       await db.transaction(async (tx) => {
         await tx.delete(robots).where(eq(robots.robotId, robot));
         await audit(tx, {
           orgId: row.orgId,
-          actor: actorOf(await ctx.auth.caller(request)),
+          actor: { kind: 'user', id: row.userId },
           action: 'robot.delete',
           targetKind: 'robot',
           targetId: robot,
@@ -179,8 +181,8 @@ export function robotRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (request, reply) => {
       const { robot } = parse(robotParams, params(request), 'path');
-      const body = parse(grantBody, request.body, 'body');
       const { orgId, userId } = await managedRobot(ctx, request, robot);
+      const body = parse(grantBody, request.body, 'body');
       const grantee = body.grantee;
       if (grantee.kind === 'user') {
         const [known] = await db.select({ id: users.id }).from(users).where(eq(users.id, grantee.userId));

@@ -50,18 +50,28 @@ export interface StartApiOptions {
   /** More environment (SVC_PROVISIONING, SVC_OIDC_ROLE_MAP, ...). */
   readonly env?: Record<string, string>;
   readonly invitationProvider?: InvitationProvider;
+  /**
+   * Another app's database to share instead of a fresh one of `backend` (e.g. a second app whose
+   * issuer is another provider); {@link TestApi.dispose} then leaves it open for its owner.
+   */
+  readonly database?: Database;
 }
 
-/** Builds the app against `provider` on a fresh database of `backend`. */
+/** Builds the app against `provider` on a fresh database of `backend` (or on `database`). */
 export async function startApi(options: StartApiOptions): Promise<TestApi> {
   const config = loadCloudConfig({
     SVC_OIDC_ISSUER: options.provider.issuer,
     SVC_OIDC_AUDIENCE: TEST_AUDIENCE,
     SVC_OIDC_CLIENT_ID: TEST_CLIENT_ID,
     SVC_PUBLIC_URL: 'http://127.0.0.1:8080',
+    // Tests that are not about the rate limit make more requests than a client would.
+    SVC_RATE_LIMIT_PER_MINUTE: '0',
     ...options.env,
   });
-  const { database, dispose } = await options.backend.create();
+  const { database, dispose } =
+    options.database === undefined
+      ? await options.backend.create()
+      : { database: options.database, dispose: async () => {} };
   const mail: MailMessage[] = [];
   const api: Partial<TestApi> & { now: Date } = { now: new Date() };
   const app = await buildApp({
