@@ -4,6 +4,25 @@ import { type CloudDb, invitations, memberships, type OrgRole, orgs, type User, 
 import { audit, SYSTEM_ACTOR } from './audit.js';
 import { atLeast } from './authz.js';
 
+/** `last_login_at` is written at most this often per user. */
+const LOGIN_RESOLUTION_MS = 60_000;
+
+async function hasPendingInvitation(db: CloudDb, email: string, now: Date): Promise<boolean> {
+  const [row] = await db
+    .select({ id: invitations.id })
+    .from(invitations)
+    .where(
+      and(
+        eq(invitations.email, email),
+        isNull(invitations.acceptedAt),
+        isNull(invitations.revokedAt),
+        gt(invitations.expiresAt, now),
+      ),
+    )
+    .limit(1);
+  return row !== undefined;
+}
+
 /** What a login proved about a person. */
 export interface SignIn {
   readonly issuer: string;
@@ -35,6 +54,21 @@ export async function signIn(
   who: SignIn,
   now = new Date(),
 ): Promise<SignInResult> {
+  // The console calls GET /api/v1/me on every page load: a known user whose facts have not
+  // changed, seen within the last minute, with no invitation waiting, needs no write.
+  const [known] = await db
+    .select()
+    .from(users)
+    .where(and(eq(users.oidcIssuer, who.issuer), eq(users.oidcSubject, who.subject)));
+  if (
+    known !== undefined &&
+    (who.email === undefined || who.email === known.email) &&
+    (who.name === undefined || known.name !== null) &&
+    now.getTime() - known.lastLoginAt.getTime() < LOGIN_RESOLUTION_MS &&
+    (known.email === null || !(await hasPendingInvitation(db, known.email, now)))
+  ) {
+    return { user: known, created: false, providerChanged: false };
+  }
   return db.transaction(async (tx) => {
     let created = false;
     let providerChanged = false;
