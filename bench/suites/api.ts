@@ -9,8 +9,7 @@
  * - `GET /api/v1/orgs/:org/members`: verifies the access token, looks the user and their role up,
  *   lists the members.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
 import {
   buildApp,
   createOidcProvider,
@@ -20,7 +19,7 @@ import {
   OidcVerifier,
 } from '@svc/cloud';
 import { openDatabase } from '@svc/cloud/db';
-import { discover, type LoginResult, type LoginTarget, login } from '@svc/testkit';
+import { closeServer, discover, type LoginResult, type LoginTarget, listenLocal, login } from '@svc/testkit';
 import autocannon, { type Result } from 'autocannon';
 import type { BenchSuite } from '../types.js';
 
@@ -64,7 +63,7 @@ export const suite: BenchSuite = {
       // The provider, on its own port.
       const providerServer = createServer();
       closers.unshift(() => closeServer(providerServer));
-      const providerPort = await listen(providerServer);
+      const providerPort = await listenLocal(providerServer);
       const issuer = `http://127.0.0.1:${providerPort}/dev-oidc`;
       const provider = createOidcProvider({
         issuer,
@@ -212,21 +211,4 @@ async function call<T = unknown>(
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
   return JSON.parse(text) as T;
-}
-
-function listen(server: Server): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.close((err) => (err ? reject(err) : resolve()));
-    server.closeAllConnections();
-  });
 }

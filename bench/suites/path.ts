@@ -10,7 +10,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ChromiumSession } from '@svc/testkit';
+import { ChromiumSession, freeUdpPort } from '@svc/testkit';
 import { wrapU32 } from '@svc/wire';
 import { captureRtp } from '../capture.js';
 import { percentile } from '../stats.js';
@@ -67,7 +67,7 @@ async function measure(
   chromium: ChromiumSession,
   report: (r: BenchResult) => void,
 ): Promise<void> {
-  const rtpPort = await freePort();
+  const rtpPort = await freeUdpPort();
   const daemon = await startDaemon(rtpPort);
   try {
     const watching = Array.from({ length: pilots }, () =>
@@ -195,20 +195,12 @@ async function cpuTicks(pid: number): Promise<number> {
   return Number(fields[11]) + Number(fields[12]); // utime + stime
 }
 
-async function freePort(): Promise<number> {
-  const socket = dgram.createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
-}
-
 async function startDaemon(rtpPort: number) {
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-bench-path-'));
   const config = path.join(dir, 'svcd.toml');
   await writeFile(
     config,
-    `[agent]\nrobot_id = "bench"\nsignal_url = "ws://localhost/ws"\ncredential_path = "${path.join(dir, 'credential')}"\nquic_port = ${await freePort()}\nmax_sessions = 8\n` +
+    `[agent]\nrobot_id = "bench"\nsignal_url = "ws://localhost/ws"\ncredential_path = "${path.join(dir, 'credential')}"\nquic_port = ${await freeUdpPort()}\nmax_sessions = 8\n` +
       `[[channel]]\nkind = "video"\nname = "front"\ninput = "rtp://127.0.0.1:${rtpPort}"\ncodec = "avc1.42c01f"\nfps = ${FPS}\n`,
   );
   const child = spawn(svcd, ['--config', config, '--dev', '--host', '127.0.0.1'], {

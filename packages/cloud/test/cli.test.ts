@@ -5,28 +5,15 @@
  * stops it cleanly.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freeTcpPort } from '@svc/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discover, type LoginResult, type LoginTarget, login } from './support/oidc.js';
 
 const BIN = fileURLToPath(new URL('../bin/svc-cloud', import.meta.url));
-
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (address === null || typeof address !== 'object') throw new Error('listen(0) gave no port');
-  return address.port;
-}
 
 /** The environment of the test process without any svc-cloud setting, plus `extra`. */
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -100,7 +87,7 @@ describe('svc-cloud (the real command)', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'svc-cloud-cli-'));
-    const port = await freePort();
+    const port = await freeTcpPort();
     cloud = run(cleanEnv({ SVC_PORT: String(port), SVC_DATA_DIR: join(dataDir, 'data') }));
     const match = await waitForOutput(cloud, /svc-cloud listening on (\S+) \(public URL (\S+)\)/);
     address = match[1]!;
@@ -211,7 +198,7 @@ describe('svc-cloud (the real command)', () => {
     const bad = run(
       cleanEnv({
         SVC_PROVISIONING: 'nope',
-        SVC_PORT: String(await freePort()),
+        SVC_PORT: String(await freeTcpPort()),
         SVC_DATA_DIR: join(dataDir, 'bad'),
       }),
     );

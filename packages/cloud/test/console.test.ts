@@ -1,18 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LaunchedChromium, launchChromium } from '@svc/testkit';
+import { freeTcpPort, type LaunchedChromium, launchChromium } from '@svc/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningCloud, startCloud } from '../src/server.js';
-
-async function freeTcpPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('the console signs a person in through the embedded development provider', () => {
   let chromium: LaunchedChromium;

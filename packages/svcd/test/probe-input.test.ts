@@ -1,8 +1,13 @@
 import { spawn } from 'node:child_process';
-import dgram from 'node:dgram';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ffmpegRtpSource, type RunningRtspServer, type RunningSource, startRtspServer } from '@svc/testkit';
+import {
+  ffmpegRtpSource,
+  freeUdpPort,
+  type RunningRtspServer,
+  type RunningSource,
+  startRtspServer,
+} from '@svc/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 const svcd = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/svcd');
@@ -38,14 +43,6 @@ function probe(args: string[], onListening?: () => void): Promise<Result> {
   });
 }
 
-async function freePort(): Promise<number> {
-  const socket = dgram.createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
-}
-
 const sources: RunningSource[] = [];
 afterEach(async () => {
   for (const s of sources.splice(0)) await s.stop();
@@ -58,7 +55,7 @@ const sender = (codec: 'h264' | 'h265', port: number) => () => {
 
 describe('svcd probe-input', () => {
   it('describes an H.264 RTP stream: a line per access unit and a summary', async () => {
-    const port = await freePort();
+    const port = await freeUdpPort();
     const r = await probe(
       [`rtp://127.0.0.1:${port}`, '--codec', 'avc1.42c00d', '--seconds', '2.5'],
       sender('h264', port),
@@ -73,7 +70,7 @@ describe('svcd probe-input', () => {
   });
 
   it('emits JSON lines with --json, and names a codec mismatch', async () => {
-    const port = await freePort();
+    const port = await freeUdpPort();
     const r = await probe(
       [`rtp://127.0.0.1:${port}`, '--codec', 'avc1.640028', '--seconds', '2', '--json'],
       sender('h264', port),
@@ -93,7 +90,7 @@ describe('svcd probe-input', () => {
   });
 
   it('says when an H.265 stream arrives on a channel configured for H.264', async () => {
-    const port = await freePort();
+    const port = await freeUdpPort();
     const r = await probe(
       [`rtp://127.0.0.1:${port}`, '--codec', 'avc1.42c00d', '--seconds', '2'],
       sender('h265', port),
@@ -103,7 +100,7 @@ describe('svcd probe-input', () => {
   });
 
   it('says when no packets arrive', async () => {
-    const port = await freePort();
+    const port = await freeUdpPort();
     const r = await probe([`rtp://127.0.0.1:${port}`, '--codec', 'avc1.42e01e', '--seconds', '1']);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(
@@ -147,7 +144,7 @@ describe('svcd probe-input against an RTSP camera', () => {
   });
 
   it('names each failure: unreachable host, 401, no such mount', async () => {
-    const closed = await freePort();
+    const closed = await freeUdpPort();
     const unreachable = await probe([
       `rtsp://127.0.0.1:${closed}/cam`,
       '--codec',

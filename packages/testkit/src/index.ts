@@ -30,6 +30,7 @@ export {
   login,
   openLoginPage,
 } from './oidc-login.js';
+export { closeServer, freeTcpPort, freeUdpPort, listenLocal } from './ports.js';
 export {
   type RtspServerMount,
   type RtspServerOptions,

@@ -14,11 +14,11 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
+import { freeTcpPort } from '@svc/testkit';
 import { drizzle } from 'drizzle-orm/pglite';
 import { migrate } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
@@ -259,21 +259,6 @@ async function findPostgresBin(): Promise<string | undefined> {
   return undefined;
 }
 
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        if (address !== null && typeof address === 'object') resolve(address.port);
-        else reject(new Error('listen(0) gave no port'));
-      });
-    });
-  });
-}
-
 /** The uid and gid to run the server as: `postgres` when we are root (initdb refuses root). */
 async function serverUser(): Promise<{ uid: number; gid: number } | undefined> {
   if (process.getuid?.() !== 0) return undefined;
@@ -305,7 +290,7 @@ async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
     const dir = await mkdtemp(join(tmpdir(), 'svc-test-pg-'));
     try {
       if (user !== undefined) await chown(dir, user.uid, user.gid);
-      return await superviseServer(bin, dir, await freePort());
+      return await superviseServer(bin, dir, await freeTcpPort());
     } catch (err) {
       await rm(dir, { recursive: true, force: true });
       lastError = err;

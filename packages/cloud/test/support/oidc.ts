@@ -1,12 +1,13 @@
 import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
+  closeServer,
   discover,
   type LoginAs,
   type LoginOptions,
   type LoginResult,
   type LoginTarget,
+  listenLocal,
   login,
 } from '@svc/testkit';
 import { importJWK, type JWK, type JWTHeaderParameters, type JWTPayload, SignJWT } from 'jose';
@@ -113,7 +114,7 @@ export async function startTestProvider(options: TestProviderOptions = {}): Prom
     if (dev === undefined) res.writeHead(503).end();
     else dev.handler(req, res);
   });
-  const port = await listen(server);
+  const port = await listenLocal(server);
   const baseUrl = `http://127.0.0.1:${port}${mountPath}`;
   const issuer = `${options.issuerOrigin ?? `http://127.0.0.1:${port}`}${mountPath}`;
   const provider = createOidcProvider({
@@ -131,7 +132,7 @@ export async function startTestProvider(options: TestProviderOptions = {}): Prom
   dev = provider;
   // Discovery through the real address: the endpoints it names follow the request's host.
   const endpoints = await discover(baseUrl).catch(async (err: unknown) => {
-    await close(server);
+    await closeServer(server);
     throw err;
   });
 
@@ -212,7 +213,7 @@ export async function startTestProvider(options: TestProviderOptions = {}): Prom
     forge,
     serverErrors,
     close: async () => {
-      await close(server);
+      await closeServer(server);
       if (serverErrors.length > 0) {
         throw new AggregateError(serverErrors, `the provider had ${serverErrors.length} server error(s)`);
       }
@@ -228,35 +229,18 @@ export async function serve(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
 ): Promise<{ origin: string; server: Server; close(): Promise<void> }> {
   const server = createServer(handler);
-  const port = await listen(server);
-  return { origin: `http://127.0.0.1:${port}`, server, close: () => close(server) };
+  const port = await listenLocal(server);
+  return { origin: `http://127.0.0.1:${port}`, server, close: () => closeServer(server) };
 }
 
 /** An origin on 127.0.0.1 where nothing listens (a port that was free a moment ago). */
 export async function deadOrigin(): Promise<string> {
   const server = createServer();
-  const port = await listen(server);
-  await close(server);
+  const port = await listenLocal(server);
+  await closeServer(server);
   return `http://127.0.0.1:${port}`;
 }
 
 function base64url(text: string): string {
   return Buffer.from(text).toString('base64url');
-}
-
-function listen(server: Server): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-function close(server: Server): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.close((err) => (err ? reject(err) : resolve()));
-    server.closeAllConnections();
-  });
 }

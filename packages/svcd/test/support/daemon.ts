@@ -1,20 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import dgram from 'node:dgram';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freeUdpPort } from '@svc/testkit';
+
+export { freeUdpPort };
 
 const svcd = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/svcd');
-
-/** A free UDP port on 127.0.0.1 (bound, then released). */
-export async function freeUdpPort(): Promise<number> {
-  const socket = dgram.createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
-}
 
 /** A running `svcd --dev` process. */
 export interface DevDaemon {
