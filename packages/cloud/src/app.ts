@@ -148,9 +148,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     const status = (err as { statusCode?: number }).statusCode;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       // Fastify's own refusals: body too large, bad JSON, unsupported media type.
-      const code =
-        status === 413 ? 'invalid-request' : status === 415 ? 'invalid-request' : 'invalid-request';
-      const body: ErrorBody = { error: { code, message: (err as Error).message } };
+      const body: ErrorBody = { error: { code: 'invalid-request', message: (err as Error).message } };
       return reply.code(status).send(body);
     }
     request.log.error({ err }, 'request failed');

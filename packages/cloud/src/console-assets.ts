@@ -44,10 +44,13 @@ export function consoleRoutes(app: FastifyInstance): void {
       .send(await page);
   });
   app.get(`${CONSOLE_PATH}/app.js`, { schema: { hide: true } }, async (_request, reply) => {
-    script ??= bundle();
-    script.catch(() => {
-      script = undefined;
-    });
+    if (script === undefined) {
+      script = bundle();
+      // A failed bundle is tried again on the next request.
+      script.catch(() => {
+        script = undefined;
+      });
+    }
     return reply
       .headers(security)
       .type('text/javascript; charset=utf-8')

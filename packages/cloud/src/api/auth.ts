@@ -3,7 +3,6 @@ import { and, eq, isNull } from 'drizzle-orm';
 import type { FastifyRequest } from 'fastify';
 import { type ApiKey, apiKeys, type CloudDb, hashSecret, type User, users } from '../db/index.js';
 import { type IdentityError, isIdentityError, type OidcVerifier } from '../identity/index.js';
-import type { Actor } from './audit.js';
 import { ApiError } from './errors.js';
 
 /** Text every API key starts with, so a leaked key is recognisable (secret scanners, logs). */
@@ -18,20 +17,6 @@ export type Caller =
   | { readonly kind: 'user'; readonly user: User; readonly claims: Record<string, unknown> }
   | { readonly kind: 'api-key'; readonly key: ApiKey }
   | { readonly kind: 'anonymous' };
-
-/** The audit actor of a caller. */
-export function actorOf(caller: Caller): Actor {
-  switch (caller.kind) {
-    case 'user':
-      return { kind: 'user', id: caller.user.id };
-    case 'api-key':
-      return { kind: 'api_key', id: caller.key.id };
-    case 'anonymous':
-      return { kind: 'system', id: null };
-    default:
-      return caller satisfies never;
-  }
-}
 
 /** The bearer token of a request, or `undefined` without an `Authorization: Bearer` header. */
 export function bearerToken(request: FastifyRequest): string | undefined {

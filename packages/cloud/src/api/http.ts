@@ -32,12 +32,6 @@ export function jsonSchema(schema: z.ZodType): Record<string, unknown> {
 /** A UUID path parameter. */
 export const uuidParam = z.uuid({ error: 'expected a UUID' });
 
-/** Paging of list endpoints: newest first, `before` is an opaque cursor from the previous page. */
-export const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  before: z.string().max(64).optional(),
-});
-
 /** The request's path parameters as a record. */
 export function params(request: FastifyRequest): Record<string, string> {
   return request.params as Record<string, string>;
