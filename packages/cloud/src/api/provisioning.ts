@@ -7,18 +7,21 @@ import { atLeast } from './authz.js';
 /** `last_login_at` is written at most this often per user. */
 const LOGIN_RESOLUTION_MS = 60_000;
 
+/** Invitations for `email` that can still be accepted at `now`. */
+function pendingFor(email: string, now: Date) {
+  return and(
+    eq(invitations.email, email),
+    isNull(invitations.acceptedAt),
+    isNull(invitations.revokedAt),
+    gt(invitations.expiresAt, now),
+  );
+}
+
 async function hasPendingInvitation(db: CloudDb, email: string, now: Date): Promise<boolean> {
   const [row] = await db
     .select({ id: invitations.id })
     .from(invitations)
-    .where(
-      and(
-        eq(invitations.email, email),
-        isNull(invitations.acceptedAt),
-        isNull(invitations.revokedAt),
-        gt(invitations.expiresAt, now),
-      ),
-    )
+    .where(pendingFor(email, now))
     .limit(1);
   return row !== undefined;
 }
@@ -240,17 +243,7 @@ async function defaultOrg(tx: CloudDb, name: string) {
 
 /** Accepts every pending, unexpired invitation for `email`, joining its org at its role. */
 async function acceptInvitationsByEmail(tx: CloudDb, user: User, email: string, now: Date): Promise<void> {
-  const pending = await tx
-    .select()
-    .from(invitations)
-    .where(
-      and(
-        eq(invitations.email, email),
-        isNull(invitations.acceptedAt),
-        isNull(invitations.revokedAt),
-        gt(invitations.expiresAt, now),
-      ),
-    );
+  const pending = await tx.select().from(invitations).where(pendingFor(email, now));
   for (const invitation of pending) await joinByInvitation(tx, user, invitation, now, 'email');
 }
 

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { memberships, orgs } from '../db/index.js';
 import { isIdentityError, verifiedEmailClaim } from '../identity/index.js';
-import { bearerToken, identityFailure } from './auth.js';
+import { API_KEY_PREFIX, bearerToken, identityFailure } from './auth.js';
 import type { ApiContext } from './context.js';
 import { ApiError } from './errors.js';
 import { signIn } from './provisioning.js';
@@ -52,7 +52,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (request) => {
       const token = bearerToken(request);
-      if (token === undefined || token.startsWith('svc_key_')) {
+      if (token === undefined || token.startsWith(API_KEY_PREFIX)) {
         throw new ApiError(
           'unauthenticated',
           'GET /api/v1/me needs a user\'s access token: "Authorization: Bearer <access token>"',
