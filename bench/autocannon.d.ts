@@ -28,6 +28,8 @@ declare module 'autocannon' {
     readonly workers?: number;
     readonly method?: string;
     readonly headers?: Readonly<Record<string, string>>;
+    /** Request body, the same for every request. */
+    readonly body?: string;
     readonly title?: string;
     /** Seconds without an answer before a request counts as a timeout. */
     readonly timeout?: number;

@@ -6,13 +6,17 @@ import { Authenticator } from './api/auth.js';
 import type { ApiContext } from './api/context.js';
 import { ApiError, type ErrorBody } from './api/errors.js';
 import { accountRoutes } from './api/routes-account.js';
+import { enrolmentRoutes } from './api/routes-enrolment.js';
 import { orgRoutes } from './api/routes-orgs.js';
 import { robotRoutes } from './api/routes-robots.js';
+import { sessionRoutes } from './api/routes-sessions.js';
 import type { CloudConfig } from './config.js';
 import { consoleRoutes } from './console-assets.js';
 import type { Database } from './db/index.js';
 import type { EmbeddedOidcProvider, OidcVerifier } from './identity/index.js';
 import type { InvitationProvider, Mailer } from './invitations/index.js';
+import type { SessionKeyStore } from './sessions/index.js';
+import type { SignallingHandle } from './signalling/index.js';
 
 /** Path of the OpenAPI document. */
 export const OPENAPI_PATH = '/api/v1/openapi.json';
@@ -31,6 +35,10 @@ export interface AppDependencies {
   /** Fastify's logger option (default: pino at the configured level, secrets redacted). */
   readonly logger?: FastifyServerOptions['logger'];
   readonly now?: () => Date;
+  /** Started pilot session keys owned by the caller; without them the app makes, starts and closes its own. */
+  readonly sessionKeys?: SessionKeyStore;
+  /** Signalling on this node (presence, sessions), read and acted on by the robot routes. */
+  readonly signalling?: SignallingHandle;
 }
 
 /** Paths whose values never reach a log line. */
@@ -93,6 +101,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     invitationProvider: deps.invitationProvider,
     mail: deps.mail,
     now,
+    ...(deps.signalling === undefined ? {} : { signalling: deps.signalling }),
   };
 
   await app.register(swagger, {
@@ -167,6 +176,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   accountRoutes(app, ctx);
   orgRoutes(app, ctx);
   robotRoutes(app, ctx);
+  await sessionRoutes(app, ctx, deps.sessionKeys === undefined ? {} : { keys: deps.sessionKeys });
+  enrolmentRoutes(app, ctx);
   consoleRoutes(app);
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 

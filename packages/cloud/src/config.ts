@@ -86,6 +86,10 @@ export interface CloudConfig {
   readonly devOpenEnrolment: boolean;
   /** Requests per minute one client (one credential, or one address without) may make; 0 turns the limit off. */
   readonly rateLimitPerMinute: number;
+  /** Lifetime of a pilot session token when the caller asks none, seconds (a caller may ask 30..900). */
+  readonly sessionTokenTtlSeconds: number;
+  /** How long one session signing key signs before the next one takes over, hours. */
+  readonly sessionKeyRotationHours: number;
 }
 
 /** Defaults, in one place. */
@@ -99,7 +103,14 @@ export const CLOUD_DEFAULTS = {
   devClientId: 'svc-console',
   invitationTtlHours: 7 * 24,
   rateLimitPerMinute: 600,
+  sessionTokenTtlSeconds: 300,
+  sessionKeyRotationHours: 24,
 } as const;
+
+/** Shortest pilot session token a caller may ask for, seconds. */
+export const MIN_SESSION_TOKEN_TTL_SECONDS = 30;
+/** Longest pilot session token, seconds: a token outlives neither this nor its key's publication. */
+export const MAX_SESSION_TOKEN_TTL_SECONDS = 900;
 
 /** Path under which the embedded development provider is served. */
 export const DEV_PROVIDER_PATH = '/dev-oidc';
@@ -318,6 +329,18 @@ export function loadCloudConfig(env: Env): CloudConfig {
     devAllowAnonymous: flag('SVC_DEV_ALLOW_ANONYMOUS'),
     devOpenEnrolment: flag('SVC_DEV_OPEN_ENROLMENT'),
     rateLimitPerMinute: integer('SVC_RATE_LIMIT_PER_MINUTE', CLOUD_DEFAULTS.rateLimitPerMinute, 0, 1_000_000),
+    sessionTokenTtlSeconds: integer(
+      'SVC_SESSION_TOKEN_TTL_SECONDS',
+      CLOUD_DEFAULTS.sessionTokenTtlSeconds,
+      MIN_SESSION_TOKEN_TTL_SECONDS,
+      MAX_SESSION_TOKEN_TTL_SECONDS,
+    ),
+    sessionKeyRotationHours: integer(
+      'SVC_SESSION_KEY_ROTATION_HOURS',
+      CLOUD_DEFAULTS.sessionKeyRotationHours,
+      1,
+      24 * 90,
+    ),
   };
   if (issues.length > 0) throw new CloudConfigError(issues);
   return Object.freeze(config);

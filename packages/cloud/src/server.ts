@@ -4,6 +4,8 @@ import { type CloudConfig, loadCloudConfig } from './config.js';
 import { type Database, openDatabase, redactUrl } from './db/index.js';
 import { createOidcProvider, type EmbeddedOidcProvider, OidcVerifier } from './identity/index.js';
 import { invitationProviderFor, logMailer } from './invitations/index.js';
+import { SessionKeyStore } from './sessions/index.js';
+import { SignallingServer } from './signalling/index.js';
 
 /** A running svc-cloud. */
 export interface RunningCloud {
@@ -74,15 +76,42 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
       ? { userinfoUri: config.identity.userinfoUri }
       : {}),
   });
+  // Its log lines go to the app's logger, which exists by the time the keys are started.
+  const sessionKeys = new SessionKeyStore({
+    db: database.db,
+    issuer: config.publicUrl,
+    rotationHours: config.sessionKeyRotationHours,
+    log: {
+      info: (fields, msg) => app.log.info(fields, msg),
+      error: (fields, msg) => app.log.error(fields, msg),
+    },
+  });
+  // Signalling (`/ws`): its log lines go to the app's logger too.
+  const signalling = new SignallingServer({
+    db: database.db,
+    verifySessionToken: (token) => sessionKeys.verify(token),
+    devOpenEnrolment: config.devOpenEnrolment,
+    logger: {
+      debug: (fields, msg) => app.log.debug(fields, msg),
+      info: (fields, msg) => app.log.info(fields, msg),
+      warn: (fields, msg) => app.log.warn(fields, msg),
+      error: (fields, msg) => app.log.error(fields, msg),
+    },
+  });
   const app = await buildApp({
     config,
     database,
     verifier,
+    sessionKeys,
+    signalling,
     invitationProvider: invitationProviderFor(config.invitationProvider),
     mail: logMailer((fields, msg) => app.log.info(fields, msg)),
     ...(devProvider === undefined ? {} : { devProvider }),
     logger: loggerOptions(config),
   });
+  signalling.attach(app.server);
+  // Before the HTTP server closes: every signalling connection is told to reconnect elsewhere (1001).
+  app.addHook('preClose', () => signalling.close());
   const log = app.log;
   log.info(
     {
@@ -109,9 +138,11 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
   }
   let address: string;
   try {
+    await sessionKeys.start();
     address = await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     await app.close();
+    await sessionKeys.close();
     await database.close();
     throw err;
   }
@@ -123,6 +154,7 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
     address,
     async close() {
       await app.close();
+      await sessionKeys.close();
       await database.close();
     },
   };

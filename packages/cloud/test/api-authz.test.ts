@@ -5,13 +5,14 @@
  * checks both the answer and the data: a refused request and every read leave both orgs exactly
  * as they were, and a successful change touches only the org it is addressed to.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   apiKeys,
   auditLog,
+  enrolmentTokens,
   invitations,
   memberships,
   type OrgRole,
@@ -171,6 +172,15 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
       .returning();
     return row!.id;
   }
+  /** An enrolment token of `orgId`: its row id and the token. */
+  async function newEnrolmentToken(orgId: string) {
+    const token = `svc_enr_${randomBytes(32).toString('base64url')}`;
+    const [row] = await api.db
+      .insert(enrolmentTokens)
+      .values({ orgId, tokenHash: sha256(token), expiresAt: new Date(api.now.getTime() + 86_400_000) })
+      .returning();
+    return { id: row!.id, token };
+  }
   async function newRobot(orgId: string, isPublic: boolean): Promise<string> {
     const robotId = `robot-${next()}`;
     await api.db.insert(robots).values({ robotId, orgId, publicKey: `pk-${robotId}` });
@@ -218,6 +228,7 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
       'memberships', (select coalesce(jsonb_agg(to_jsonb(m) order by m.user_id), '[]') from memberships m where m.org_id = ${id}),
       'invitations', (select coalesce(jsonb_agg(to_jsonb(i) order by i.id), '[]') from invitations i where i.org_id = ${id}),
       'apiKeys', (select coalesce(jsonb_agg(to_jsonb(k) - 'last_used_at' order by k.id), '[]') from api_keys k where k.org_id = ${id}),
+      'enrolmentTokens', (select coalesce(jsonb_agg(to_jsonb(t) order by t.id), '[]') from enrolment_tokens t where t.org_id = ${id}),
       'robots', (select coalesce(jsonb_agg(to_jsonb(r) order by r.robot_id), '[]') from robots r where r.org_id = ${id}),
       'grants', (select coalesce(jsonb_agg(to_jsonb(g) order by g.id), '[]') from robot_grants g
         where g.org_id = ${id} or g.robot_id in (select robot_id from robots where org_id = ${id})),
@@ -586,6 +597,98 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
     },
     {
       method: 'GET',
+      route: '/api/v1/orgs/:org/enrolment-tokens',
+      targets: ['A', 'B'],
+      expect: member('admin', 200),
+      prepare: async (_actor, target) => {
+        await newEnrolmentToken(org[urlOrg(target)]);
+        return {
+          url: `/api/v1/orgs/${org[urlOrg(target)]}/enrolment-tokens`,
+          check: async (ok, answer) => {
+            if (!ok) return [];
+            const rows = await api.db
+              .select()
+              .from(enrolmentTokens)
+              .where(eq(enrolmentTokens.orgId, org[urlOrg(target)]));
+            const secrets = answer.body.enrolmentTokens.filter(
+              (t: object) => 'token' in t || 'tokenHash' in t,
+            );
+            return [
+              ...sameIds(
+                'enrolment tokens',
+                answer.body.enrolmentTokens.map((t: { id: string }) => t.id),
+                rows.map((t) => t.id),
+              ),
+              ...(secrets.length === 0 ? [] : ['a token or its hash is listed']),
+            ];
+          },
+        };
+      },
+    },
+    {
+      method: 'POST',
+      route: '/api/v1/orgs/:org/enrolment-tokens',
+      targets: ['A', 'B'],
+      expect: member('admin', 201),
+      prepare: async (_actor, target) => {
+        const name = `made-${next()}`;
+        return {
+          url: `/api/v1/orgs/${org[urlOrg(target)]}/enrolment-tokens`,
+          body: { name },
+          check: async (ok) => {
+            const made = await api.db.select().from(enrolmentTokens).where(eq(enrolmentTokens.name, name));
+            return made.length === (ok ? 1 : 0) && made.every((t) => t.orgId === org[urlOrg(target)])
+              ? []
+              : [`${made.length} tokens made`];
+          },
+        };
+      },
+    },
+    {
+      method: 'DELETE',
+      route: '/api/v1/orgs/:org/enrolment-tokens/:id',
+      targets: ['A', 'B', 'A→B'],
+      expect: member('admin', 204),
+      prepare: async (_actor, target) => {
+        const { id } = await newEnrolmentToken(itemOrg(target));
+        return {
+          url: `/api/v1/orgs/${org[urlOrg(target)]}/enrolment-tokens/${id}`,
+          check: async (ok) => {
+            const [row] = await api.db.select().from(enrolmentTokens).where(eq(enrolmentTokens.id, id));
+            return (row!.revokedAt !== null) === ok ? [] : [`revokedAt is ${row!.revokedAt}`];
+          },
+        };
+      },
+    },
+    {
+      // A robot's request: whatever credential comes with it, only the enrolment token counts. The
+      // token is of an org of its own, so that orgs A and B stay as they are.
+      method: 'POST',
+      route: '/api/v1/enrol',
+      targets: ['-'],
+      expect: () => '201',
+      prepare: async () => {
+        const [third] = await api.db
+          .insert(orgs)
+          .values({ name: `enrol-${next()}` })
+          .returning();
+        const { token } = await newEnrolmentToken(third!.id);
+        const robotId = `robot-enrolled-${next()}`;
+        const publicKey = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x;
+        return {
+          url: '/api/v1/enrol',
+          body: { robotId, publicKey, token },
+          check: async (ok) => {
+            const made = await api.db.select().from(robots).where(eq(robots.robotId, robotId));
+            return made.length === (ok ? 1 : 0) && made.every((r) => r.orgId === third!.id)
+              ? []
+              : [`${made.length} robots enrolled`];
+          },
+        };
+      },
+    },
+    {
+      method: 'GET',
       route: '/api/v1/orgs/:org/audit',
       targets: ['A', 'B'],
       expect: member('admin', 200),
@@ -627,6 +730,81 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
           },
         };
       },
+    },
+    {
+      method: 'GET',
+      route: '/api/v1/robots/:robot',
+      targets: ['A', 'B', 'B public'],
+      // Exactly the robots GET /api/v1/robots lists to the caller; any other is not shown to exist.
+      expect: (actor, target) => {
+        const seen = expectedRobots()[actor.name as keyof ReturnType<typeof expectedRobots>];
+        if (typeof seen === 'string') return seen;
+        return seen.includes(robotFor(target)) ? '200' : NOT_FOUND;
+      },
+      prepare: async (_actor, target) => ({
+        url: `/api/v1/robots/${robotFor(target)}`,
+        check: async (ok, answer) =>
+          !ok || answer.body.robot?.robotId === robotFor(target) ? [] : ['another robot answered'],
+      }),
+    },
+    {
+      method: 'GET',
+      route: '/api/v1/robots/:robot/sessions',
+      targets: ['A', 'B', 'B public'],
+      expect: member('admin', 200),
+      prepare: async (_actor, target) => ({ url: `/api/v1/robots/${robotFor(target)}/sessions` }),
+    },
+    {
+      method: 'DELETE',
+      route: '/api/v1/robots/:robot/sessions/:session',
+      targets: ['A', 'B', 'B public'],
+      // No robot is connected here, so an admin of the robot's org learns there is no such session;
+      // everyone else is refused before that.
+      expect: (actor, target) => {
+        const answer = member('admin', 404)(actor, target);
+        return answer === '404' ? NOT_FOUND : answer;
+      },
+      prepare: async (_actor, target) => ({
+        url: `/api/v1/robots/${robotFor(target)}/sessions/${randomUUID()}`,
+      }),
+    },
+    {
+      method: 'POST',
+      route: '/api/v1/session-tokens',
+      targets: ['A', 'B', 'B public'],
+      expect: (actor, target) => {
+        if (actor.kind === 'key' && !actor.scopes!.includes('sessions:mint')) return FORBIDDEN;
+        // Anyone may observe a robot with a public grant.
+        if (target === 'B public') return '201';
+        if (actor.kind === 'anonymous') return UNAUTHENTICATED;
+        if (actor.kind === 'key') return target === 'A' ? '201' : NOT_FOUND;
+        const role = actor.roles[urlOrg(target)];
+        if (role === undefined) return NOT_FOUND;
+        // Operators and above start sessions on their org's robots; a viewer observes only where a
+        // grant says so (architecture page, roles).
+        return RANK[role] >= RANK.operator ? '201' : FORBIDDEN;
+      },
+      prepare: async (_actor, target) => ({
+        url: '/api/v1/session-tokens',
+        body: { robotId: robotFor(target), scope: 'observe' },
+        check: async (ok, answer) => {
+          // Mints are audited in batches: write them now, so they count for this cell and not a later one.
+          await api.app.auditBatcher.flush();
+          return !ok || (typeof answer.body.token === 'string' && answer.body.robotId === robotFor(target))
+            ? []
+            : ['no token for the robot'];
+        },
+      }),
+    },
+    {
+      method: 'GET',
+      route: '/.well-known/svc-session-jwks.json',
+      targets: ['-'],
+      expect: () => '200',
+      prepare: async () => ({
+        url: '/.well-known/svc-session-jwks.json',
+        check: async (_ok, answer) => (answer.body.keys?.length >= 1 ? [] : ['no key published']),
+      }),
     },
     {
       method: 'GET',

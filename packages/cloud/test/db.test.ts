@@ -28,11 +28,13 @@ import { databaseBackends, postgresTestServerUrl, type TestDatabase } from './su
 const TABLES = [
   'api_keys',
   'audit_log',
+  'enrolment_tokens',
   'invitations',
   'memberships',
   'orgs',
   'robot_grants',
   'robots',
+  'session_signing_keys',
   'users',
 ];
 

@@ -3,10 +3,13 @@ import {
   type ControlChannel,
   ControlLineReader,
   type ControlMessage,
+  type ControlRole,
   encodeControlMessage,
+  FramePacker,
   peekChannel,
   Reassembler,
   WireError,
+  wrapU32,
 } from '@svc/wire';
 import { reportListenerError } from './listener.js';
 import { type PlayerPaintReport, VideoChannelPlayer } from './video/player.js';
@@ -20,6 +23,8 @@ export interface DirectConnectOptions {
   readonly certificateHashes: readonly string[];
   /** Pilot session token for `hello`. */
   readonly token: string;
+  /** Session id from the signalling server's offer, sent in `hello` (the robot matches it). */
+  readonly sessionId?: string;
   /** Where the channels' videos go: one child element per video channel. */
   readonly container: HTMLElement;
   /** Overrides the profile's presentation delay (0 paints as soon as decoded). */
@@ -32,7 +37,21 @@ export interface DirectConnectOptions {
   readonly onFrame?: (channel: number, frame: AssembledFrame) => void;
   /** Every painted frame. */
   readonly onPaint?: (channel: number, report: PlayerPaintReport) => void;
+  /** Every sensor message, whole (one UDP datagram the robot received), with its channel's id and name. */
+  readonly onSensor?: (channel: number, bytes: Uint8Array, name: string) => void;
 }
+
+/**
+ * Longest command {@link PilotConnection.sendCommand} takes (bytes; a string counts as its UTF-8
+ * bytes). The robot drops longer ones.
+ */
+export const MAX_COMMAND_BYTES = 16 * 1024;
+
+/** Browser-to-server WebTransport datagrams are at most this long (Chromium). */
+const MAX_OUTGOING_DATAGRAM_BYTES = 1199;
+
+/** Each command block gets one parity chunk, so one lost datagram of a command is repaired. */
+const COMMAND_PARITY = Object.freeze({ rate: 0, minPerBlock: 1 });
 
 /** Where a {@link PilotConnection} is. */
 export type PilotConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'denied' | 'closed';
@@ -48,6 +67,11 @@ export interface PilotConnectionStats {
   readonly channels: Record<string, VideoStatsSnapshot & { reassembler: Reassembler['stats'] }>;
   /** The robot's latest `agent-stats`, per channel id. */
   readonly robot: Record<string, Record<string, number>>;
+}
+
+interface SensorInput {
+  readonly channel: ControlChannel;
+  readonly reassembler: Reassembler;
 }
 
 interface ChannelPlayback {
@@ -73,6 +97,12 @@ export class PilotConnection {
   #transport: WebTransport | undefined;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
   #playback = new Map<number, ChannelPlayback>();
+  #sensors = new Map<number, SensorInput>();
+  /** Command channels of the current session, by id and by name, each with its packer. */
+  #commands = new Map<number | string, { readonly channel: ControlChannel; readonly packer: FramePacker }>();
+  #datagramWriter: WritableStreamDefaultWriter<Uint8Array> | undefined;
+  #role: ControlRole | undefined;
+  #channels: readonly ControlChannel[] = [];
   #sessions = 0;
   #rttMs: number | undefined;
   #clockOffsetMs: number | undefined;
@@ -95,6 +125,50 @@ export class PilotConnection {
 
   get state(): PilotConnectionState {
     return this.#state;
+  }
+
+  /** This session's role from `welcome` (`undefined` while not connected). */
+  get role(): ControlRole | undefined {
+    return this.#role;
+  }
+
+  /** The channels the robot announced in `welcome` (empty while not connected). */
+  get channels(): readonly ControlChannel[] {
+    return this.#channels;
+  }
+
+  /**
+   * Sends one command on a command channel (by name or id) as datagrams: one frame, one parity
+   * chunk per block, so one lost datagram is repaired; a newer command supersedes an older one
+   * still in flight. Returns `false`, sending nothing, when not connected or when this session
+   * observes (the robot would drop it). Throws `TypeError` for a channel that is not a command
+   * channel of the robot, or a payload over {@link MAX_COMMAND_BYTES}.
+   */
+  sendCommand(channel: string | number, payload: string | Uint8Array): boolean {
+    const writer = this.#datagramWriter;
+    if (this.#state !== 'connected' || writer === undefined) return false;
+    const target = this.#commands.get(channel);
+    if (target === undefined) {
+      const known = this.#channels.filter((c) => c.kind === 'command').map((c) => c.name);
+      throw new TypeError(
+        `${JSON.stringify(channel)} is not a command channel of this robot (command channels: ${known.join(', ') || 'none'})`,
+      );
+    }
+    const data = typeof payload === 'string' ? new TextEncoder().encode(payload) : payload;
+    if (data.byteLength > MAX_COMMAND_BYTES) {
+      throw new TypeError(`command of ${data.byteLength} bytes exceeds ${MAX_COMMAND_BYTES}`);
+    }
+    if (this.#role !== 'driver') return false;
+    const now = wrapU32(performance.now() * 1000);
+    const packed = target.packer.pack(
+      { data, keyframe: true, captureTimestampUs: now, gopPosition: 0, parity: COMMAND_PARITY },
+      now,
+    );
+    for (const datagram of packed.datagrams) {
+      // A datagram the browser cannot queue is lost like one lost on the path; parity covers one.
+      writer.write(datagram).catch(() => undefined);
+    }
+    return true;
   }
 
   /** A snapshot of every channel's statistics. */
@@ -148,7 +222,13 @@ export class PilotConnection {
     await transport.ready;
     const control = await transport.createBidirectionalStream();
     this.#writer = control.writable.getWriter();
-    await this.#send({ type: 'hello', v: 1, token: this.#options.token });
+    this.#datagramWriter = transport.datagrams.writable.getWriter();
+    await this.#send({
+      type: 'hello',
+      v: 1,
+      token: this.#options.token,
+      ...(this.#options.sessionId !== undefined && { session_id: this.#options.sessionId }),
+    });
     const datagrams = this.#readDatagrams(transport);
     const controlDone = this.#readControl(control.readable);
     this.#timers.push(
@@ -158,6 +238,7 @@ export class PilotConnection {
       setInterval(() => {
         const now = performance.now();
         for (const p of this.#playback.values()) p.reassembler.handleTick(now);
+        for (const sensor of this.#sensors.values()) sensor.reassembler.handleTick(now);
       }, TICK_INTERVAL_MS),
     );
     await Promise.race([transport.closed, controlDone, datagrams]);
@@ -181,7 +262,11 @@ export class PilotConnection {
     switch (message.type) {
       case 'welcome': {
         this.#sessions++;
+        this.#role = message.role;
+        this.#channels = message.channels;
         for (const channel of message.channels) {
+          if (channel.kind === 'sensor') this.#startSensor(channel);
+          if (channel.kind === 'command') this.#startCommand(channel);
           if (channel.kind !== 'video') continue;
           await this.#startChannel(
             channel,
@@ -242,6 +327,37 @@ export class PilotConnection {
     await playback.player.start();
   }
 
+  #startSensor(channel: ControlChannel): void {
+    this.#sensors.set(channel.id, {
+      channel,
+      reassembler: new Reassembler({
+        channel: channel.id,
+        onFrame: (frame) => {
+          try {
+            this.#options.onSensor?.(channel.id, frame.data, channel.name);
+          } catch (err) {
+            reportListenerError(err);
+          }
+        },
+      }),
+    });
+  }
+
+  #startCommand(channel: ControlChannel): void {
+    const maxDatagramSize = this.#transport?.datagrams.maxDatagramSize ?? MAX_OUTGOING_DATAGRAM_BYTES;
+    const entry = {
+      channel,
+      packer: new FramePacker({
+        channel: channel.id,
+        maxDatagramBytes: Math.min(MAX_OUTGOING_DATAGRAM_BYTES, maxDatagramSize),
+        // A fresh random start per session, so the robot never takes new commands for old ones.
+        firstFrameId: Math.floor(Math.random() * 0x10000),
+      }),
+    };
+    this.#commands.set(channel.id, entry);
+    this.#commands.set(channel.name, entry);
+  }
+
   #requestKeyframe(playback: ChannelPlayback): void {
     const now = performance.now();
     if (now - playback.lastKeyframeRequest < KEYFRAME_REQUEST_INTERVAL_MS) return;
@@ -255,10 +371,11 @@ export class PilotConnection {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      const playback = this.#playback.get(peekChannel(value) ?? 0);
-      if (playback === undefined) continue;
+      const id = peekChannel(value) ?? 0;
+      const reassembler = this.#playback.get(id)?.reassembler ?? this.#sensors.get(id)?.reassembler;
+      if (reassembler === undefined) continue;
       try {
-        playback.reassembler.handleDatagram(value, performance.now());
+        reassembler.handleDatagram(value, performance.now());
       } catch (err) {
         if (!(err instanceof WireError)) throw err;
         this.#malformed++;
@@ -282,6 +399,12 @@ export class PilotConnection {
       p.player.canvas.parentElement?.remove();
     }
     this.#playback.clear();
+    this.#sensors.clear();
+    this.#commands.clear();
+    this.#datagramWriter?.releaseLock();
+    this.#datagramWriter = undefined;
+    this.#role = undefined;
+    this.#channels = [];
     this.#writer = undefined;
   }
 

@@ -8,10 +8,19 @@
 
 export {
   type DirectConnectOptions,
+  MAX_COMMAND_BYTES,
   PilotConnection,
   type PilotConnectionState,
   type PilotConnectionStats,
 } from './connection.js';
+export {
+  candidateUrl,
+  OfferError,
+  type OfferErrorCode,
+  type RequestOfferOptions,
+  type RobotOffer,
+  requestOffer,
+} from './signalling.js';
 export {
   codecFamily,
   codecLabel,

@@ -3,23 +3,40 @@
  *
  *   svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
  *   svcd check-config --config <path>
+ *   svcd --config <path> [--host <address>]
  *   svcd --config <path> --dev [--host <address>]
+ *   svcd --config <path> enrol [--token <token>] [--signal-url <url>]
  */
 import { parseArgs } from 'node:util';
-import { isMediaError, redactText, redactUrl } from '@svc/media';
+import { isMediaError, type Logger, redactText, redactUrl } from '@svc/media';
+import { type RunningAgent, runAgent } from './agent.js';
 import { ConfigError, type DaemonConfig, loadConfig } from './config.js';
+import { isCredentialError, loadOrCreateCredential } from './credential.js';
+import { enrolmentBaseUrl, isEnrolmentError, redeemEnrolmentToken } from './enrolment.js';
 import { stderrLogger } from './log.js';
 import { type ProbeSummary, probeInput } from './probe.js';
 import { type RunningDaemon, serve } from './serve.js';
 
 const USAGE = `usage:
+  svcd --config <path> [--host <address>]
   svcd --config <path> --dev [--host <address>]
+  svcd --config <path> enrol [--token <token>] [--signal-url <url>]
   svcd check-config --config <path>
   svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
 
-  --dev runs the direct path for development: video channels served over WebTransport on
-  quic_port to any pilot that has the printed URL and certificate hash, with any token (until
-  signalling and pilot session tokens exist).
+  The daemon: creates the robot key at credential_path on first run, enrols when a token is
+  configured (SVC_ENROLMENT_TOKEN or enrolment_token; on a first run a failure is fatal), connects
+  to signal_url, and serves pilots holding a pilot session token for this robot over WebTransport
+  on quic_port. --host binds one address and announces only it.
+
+  --dev serves the direct path without the service, for development: any pilot that has the
+  printed URL and certificate hash may connect, with any token, as a driver.
+
+  enrol registers this robot with the service: it creates the robot key at credential_path if
+  missing and redeems a one-time enrolment token (console: Fleet, Create enrolment token) at
+  https://<host>/api/v1/enrol, the host taken from signal_url (wss://<host>/ws) or --signal-url.
+  The token is --token, else SVC_ENROLMENT_TOKEN, else enrolment_token in the configuration;
+  prefer the environment variable in scripts so the token is not kept on disk.
 
   check-config reads the daemon's TOML configuration and reports every problem with the key, the
   value and what was expected, or prints the channels it would run.
@@ -33,6 +50,8 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === 'probe-input') return probeCommand(rest);
   if (command === 'check-config') return checkConfigCommand(rest);
+  const enrolArgs = enrolArguments(argv);
+  if (enrolArgs !== undefined) return enrolCommand(enrolArgs);
   if (command === '--config') return runCommand(argv);
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     console.log(USAGE);
@@ -101,13 +120,6 @@ async function runCommand(args: string[]): Promise<number> {
     console.error(`svcd: --config <path> is required\n\n${USAGE}`);
     return 2;
   }
-  if (values.dev !== true) {
-    console.error(
-      'svcd: without --dev the daemon connects to the signalling server and verifies pilot session tokens, which this ' +
-        'build does not do yet; run with --dev to serve pilots directly for development',
-    );
-    return 2;
-  }
   const logger = stderrLogger('info');
   let config: DaemonConfig;
   try {
@@ -117,6 +129,7 @@ async function runCommand(args: string[]): Promise<number> {
     console.error(`error: invalid configuration ${err.message}`);
     return 1;
   }
+  if (values.dev !== true) return runAgentUntilSignal(values.config, config, logger, values.host);
   let daemon: RunningDaemon;
   try {
     daemon = await serve({
@@ -135,12 +148,103 @@ async function runCommand(args: string[]): Promise<number> {
   );
   const [hash] = daemon.certificateHashes();
   console.log(`dev: pilot URL https://127.0.0.1:${daemon.port}/ certificate sha-256 ${hash}`);
-  await new Promise<void>((resolve) => {
+  await untilSignal();
+  await daemon.stop();
+  return 0;
+}
+
+/** The deployed daemon: enrolment, token verification, signalling; runs until SIGINT or SIGTERM. */
+async function runAgentUntilSignal(
+  configPath: string,
+  config: DaemonConfig,
+  logger: Logger,
+  host: string | undefined,
+): Promise<number> {
+  let agent: RunningAgent;
+  try {
+    agent = await runAgent({ config, configPath, logger, ...(host !== undefined && { host }) });
+  } catch (err) {
+    if (isEnrolmentError(err)) {
+      console.error(`error (${err.code}): first start without an enrolled key: ${err.message}`);
+      return 1;
+    }
+    if (isCredentialError(err)) {
+      console.error(`error (${err.code}): ${err.message}`);
+      return 1;
+    }
+    console.error(`error: ${redactText(err instanceof Error ? err.message : String(err))}`);
+    return 1;
+  }
+  await untilSignal();
+  await agent.stop();
+  return 0;
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  await daemon.stop();
-  return 0;
+}
+
+/** The arguments of `svcd [--config <path>] enrol ...` without the word `enrol`, or `undefined`. */
+function enrolArguments(argv: string[]): string[] | undefined {
+  const at = argv[0] === 'enrol' ? 0 : argv[0] === '--config' ? 2 : argv[0]?.startsWith('--config=') ? 1 : -1;
+  return at >= 0 && argv[at] === 'enrol' ? [...argv.slice(0, at), ...argv.slice(at + 1)] : undefined;
+}
+
+async function enrolCommand(args: string[]): Promise<number> {
+  let values: { config?: string; token?: string; 'signal-url'?: string };
+  try {
+    values = parseArgs({
+      args,
+      options: { config: { type: 'string' }, token: { type: 'string' }, 'signal-url': { type: 'string' } },
+    }).values;
+  } catch (err) {
+    // The message may quote an argument, and the token is one.
+    console.error(
+      `svcd enrol: ${redactText((err as Error).message).replace(/svc_enr_\S+/g, 'svc_enr_***')}\n\n${USAGE}`,
+    );
+    return 2;
+  }
+  if (values.config === undefined) {
+    console.error(`svcd enrol: --config <path> is required\n\n${USAGE}`);
+    return 2;
+  }
+  let config: DaemonConfig;
+  try {
+    config = await loadConfig(values.config);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(`error: invalid configuration ${err.message}`);
+    return 1;
+  }
+  // loadConfig already put SVC_ENROLMENT_TOKEN over the file's enrolment_token.
+  const token = values.token ?? config.agent.enrolment_token;
+  if (token === undefined) {
+    console.error(
+      `svcd enrol: no enrolment token: give --token <token>, set SVC_ENROLMENT_TOKEN, or set enrolment_token in ${values.config}\n\n${USAGE}`,
+    );
+    return 2;
+  }
+  const logger = stderrLogger('info');
+  const robotId = config.agent.robot_id;
+  try {
+    const baseUrl = enrolmentBaseUrl(config.agent.signal_url, values['signal-url']);
+    const credential = await loadOrCreateCredential(config.agent.credential_path, { logger });
+    if (credential.created)
+      logger.info({ file: credential.path, publicKey: credential.publicKey }, 'created the robot key');
+    const { status, record } = await redeemEnrolmentToken({ baseUrl, robotId, credential, token, logger });
+    const already = status === 'already-redeemed' ? ` (this token was redeemed at ${record.enrolledAt})` : '';
+    console.log(
+      `enrolled: robot ${record.robotId} in org ${record.orgId} at ${redactUrl(record.baseUrl)}${already}`,
+    );
+    return 0;
+  } catch (err) {
+    if (!isEnrolmentError(err) && !isCredentialError(err)) throw err;
+    console.error(`error (${err.code}): ${err.message}`);
+    return 1;
+  }
 }
 
 async function checkConfigCommand(args: string[]): Promise<number> {

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { checkVideoInput, isMediaError, MJPEG_BANDWIDTH_WARNING, redactUrl } from '@svc/media';
+import { ROBOT_ID_PATTERN } from '@svc/wire';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
 
@@ -58,7 +59,7 @@ const udpAddress = (expected: string) =>
 
 const agentSchema = z
   .object({
-    robot_id: text('a non-empty robot identifier').regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, {
+    robot_id: text('a non-empty robot identifier').regex(ROBOT_ID_PATTERN, {
       error: 'letters, digits, ".", "_" or "-", starting with a letter or digit, at most 128 characters',
     }),
     signal_url: text('a wss://<host>/ws URL').refine(isSignalUrl, {

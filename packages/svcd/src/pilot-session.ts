@@ -2,29 +2,71 @@ import type { Logger } from '@svc/media';
 import type { QosProfile } from '@svc/qos';
 import { PacedSendQueue, type Session } from '@svc/transport';
 import {
+  type ControlChannel,
   ControlLineReader,
   type ControlMessage,
   encodeControlMessage,
   type PackedFrame,
+  peekChannel,
   stampSenderTimestamp,
   WireError,
   wrapU32,
 } from '@svc/wire';
 import { daemonClockMs } from './clock.js';
+import type { CommandChannel, CommandInbox } from './command-channel.js';
+import type { SensorChannel } from './sensor-channel.js';
+import type {
+  AcceptedGrant,
+  AuthorizeSession,
+  OpenSession,
+  SessionGrant,
+  SessionRegistry,
+} from './session-registry.js';
 import type { FrameSubscriber, VideoChannel } from './video-channel.js';
 
 /** Options of {@link PilotSession}. */
 export interface PilotSessionOptions {
   readonly session: Session;
+  /** Video channels. */
   readonly channels: readonly VideoChannel[];
+  /** Sensor channels: their messages go to the session once it is welcomed. */
+  readonly sensors?: readonly SensorChannel[];
+  /** Command channels: the session's commands reach their outputs when it drives. */
+  readonly commands?: readonly CommandChannel[];
+  /** The robot's sessions: limit, driver slot, token reuse and revocation. */
+  readonly registry: SessionRegistry;
+  /**
+   * Checks the `hello` token (the pilot session token verifier; in development mode a stand-in
+   * that accepts any token). A rejected promise denies the session.
+   */
+  readonly authorize: AuthorizeSession;
   readonly profile: QosProfile;
   readonly logger: Logger;
-  /** Development mode: any `hello` token is accepted (there is no signalling yet to mint one). */
-  readonly acceptAnyToken: boolean;
   /** Clock in ms, the clock of the chunk sender timestamps (default {@link daemonClockMs}). */
   readonly now?: () => number;
+  /**
+   * How long a denied session stays open after `denied` was written, in ms (default 0: closed at
+   * once). A browser drops what it has not yet read of a stream when the session closes, and the
+   * close travels on another stream than the control line, so an immediate close can swallow the
+   * reason; the pilot closes the session itself on reading `denied`, this is the bound.
+   */
+  readonly deniedCloseDelayMs?: number;
 }
 
+/** Session-wide datagram counters, reported in `agent-stats` under channel key `"0"`. */
+export interface PilotSessionDatagramStats {
+  /** Datagrams shorter than a chunk header or otherwise unreadable. */
+  datagrams_malformed: number;
+  /** Datagrams on a channel id that is not a command channel of this robot. */
+  datagrams_unknown_channel: number;
+  /** Datagrams that arrived before the session was welcomed. */
+  datagrams_before_welcome: number;
+  /** Sensor datagrams the transport refused (its queue was full). */
+  sensor_datagrams_refused: number;
+}
+
+/** Longest `denied`/`bye` reason the control schema takes. */
+const MAX_REASON_CHARS = 256;
 /** The pacing rate never goes below this (bits/s), so a keyframe leaves within a few frame times. */
 const MIN_PACING_BPS = 12_000_000;
 /** Pacing runs at least this many times faster than the stream's own bitrate. */
@@ -35,9 +77,17 @@ const PACING_GAIN = 1.25;
 const PACING_BURST_BYTES = 32 * 1024;
 
 /**
- * The robot's side of one pilot session: the control-stream handshake, then every video channel's
- * frames through a paced send queue, starting at the next keyframe; `ping`/`pong` for the pilot's
- * clock offset and `agent-stats` once a second.
+ * The robot's side of one pilot session: the control-stream handshake (`hello` checked by the
+ * injected `authorize`, then admitted by the {@link SessionRegistry}, which decides the role),
+ * then every video channel's frames through a paced send queue, starting at the next keyframe;
+ * sensor messages as they come; the session's command datagrams reassembled and, for a driver,
+ * written to the command outputs; `ping`/`pong` for the pilot's clock offset and `agent-stats`
+ * once a second.
+ *
+ * Sensor datagrams go straight to `sendDatagram`, not through the paced queue: they are small and
+ * must not wait behind a keyframe, and the queue never tears a video frame whatever else is sent
+ * (its frames stay whole and in order; other channels' datagrams between them are reassembled
+ * separately). A sensor datagram the transport refuses is counted; parity covers a single loss.
  */
 export class PilotSession {
   readonly #options: PilotSessionOptions;
@@ -47,8 +97,19 @@ export class PilotSession {
   readonly #unsubscribe: (() => void)[] = [];
   readonly #sent = new Map<number, { frames: number; skipped: number; refused: number }>();
   readonly #now: () => number;
+  readonly #inboxes = new Map<number, CommandInbox>();
+  readonly #datagramStats: PilotSessionDatagramStats = {
+    datagrams_malformed: 0,
+    datagrams_unknown_channel: 0,
+    datagrams_before_welcome: 0,
+    sensor_datagrams_refused: 0,
+  };
+  #helloSeen = false;
   #welcomed = false;
+  #ended = false;
+  #open: OpenSession | undefined;
   #statsTimer: ReturnType<typeof setInterval> | undefined;
+  #deniedTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: PilotSessionOptions) {
     this.#options = options;
@@ -66,14 +127,27 @@ export class PilotSession {
     });
     this.#session.setHandlers({
       onControlData: (bytes) => this.#control(bytes),
+      onDatagram: (datagram) => this.#datagram(datagram),
       onClose: (info) => {
-        this.#stop();
+        this.#stop(info.reason);
         options.logger.info(
           { session: this.#session.id, code: info.code, reason: info.reason, by: info.by },
           'pilot session ended',
         );
       },
     });
+  }
+
+  /** The session as the registry admitted it (role, id); `undefined` until welcomed. */
+  get admitted(): OpenSession | undefined {
+    return this.#open;
+  }
+
+  /** Counters per command channel id, plus the session-wide ones under `0`. */
+  commandStats(): Record<string, Record<string, number>> {
+    const out: Record<string, Record<string, number>> = { '0': { ...this.#datagramStats } };
+    for (const [id, inbox] of this.#inboxes) out[String(id)] = { ...inbox.stats };
+    return out;
   }
 
   #control(bytes: Uint8Array): void {
@@ -90,13 +164,13 @@ export class PilotSession {
     if (!this.#welcomed && message.type !== 'hello') {
       this.#options.logger.warn(
         { session: this.#session.id, type: message.type },
-        'control message before hello; ignored',
+        'control message before the session was welcomed; ignored',
       );
       return;
     }
     switch (message.type) {
       case 'hello':
-        this.#hello();
+        this.#hello(message);
         return;
       case 'ping':
         this.#send({ type: 'pong', t: message.t, robot_time: this.#now() });
@@ -117,38 +191,149 @@ export class PilotSession {
     }
   }
 
-  #hello(): void {
-    if (this.#welcomed) return;
-    if (!this.#options.acceptAnyToken) {
-      // Token verification arrives with signalling (ES256 pilot session tokens); refuse until then.
-      this.#send({
-        type: 'denied',
-        reason: 'pilot session tokens are not verified yet; run svcd with --dev',
-      });
+  #hello(hello: Extract<ControlMessage, { type: 'hello' }>): void {
+    if (this.#helloSeen) return;
+    this.#helloSeen = true;
+    const request =
+      hello.session_id === undefined
+        ? { token: hello.token }
+        : { token: hello.token, sessionId: hello.session_id };
+    let pending: Promise<SessionGrant>;
+    try {
+      pending = this.#options.authorize(request);
+    } catch (err) {
+      pending = Promise.reject(err);
+    }
+    pending.then(
+      (grant) => this.#admit(grant),
+      (err: unknown) => {
+        // The message of a verifier's error may quote what it was given: log only its kind.
+        this.#options.logger.error(
+          { session: this.#session.id, err: err instanceof Error ? err.name : typeof err },
+          'checking the pilot session token failed',
+        );
+        this.#deny('the robot could not check the token; try again');
+      },
+    );
+  }
+
+  #admit(grant: SessionGrant): void {
+    if (this.#ended || this.#session.closed) return;
+    if (!grant.ok) {
+      this.#deny(grant.reason);
+      return;
+    }
+    const sessionId = grant.sessionId ?? this.#session.id;
+    const admission = this.#options.registry.admit({
+      sessionId,
+      grant,
+      close: (reason) => this.#revoked(reason),
+    });
+    if (!admission.ok) {
+      this.#deny(admission.reason);
+      return;
+    }
+    this.#open = admission.session;
+    this.#welcome(admission.session, grant);
+  }
+
+  #deny(reason: string): void {
+    if (this.#session.closed) return;
+    this.#options.logger.info({ session: this.#session.id, reason }, 'pilot session denied');
+    this.#send({ type: 'denied', reason: reason.slice(0, MAX_REASON_CHARS) });
+    const delay = this.#options.deniedCloseDelayMs ?? 0;
+    if (delay <= 0) {
       this.#session.close(1, 'denied');
       return;
     }
+    if (this.#deniedTimer !== undefined) return;
+    this.#deniedTimer = setTimeout(() => this.#session.close(1, 'denied'), delay);
+    this.#deniedTimer.unref?.();
+  }
+
+  #revoked(reason: string): void {
+    if (this.#session.closed) return;
+    this.#options.logger.info({ session: this.#session.id, reason }, 'pilot session revoked');
+    this.#send({ type: 'bye', reason: reason.slice(0, MAX_REASON_CHARS) });
+    this.#session.close(0, reason);
+  }
+
+  #welcome(open: OpenSession, grant: AcceptedGrant): void {
     this.#welcomed = true;
-    const channels = this.#options.channels.map((c) => ({
-      id: c.config.id,
-      name: c.config.name,
-      kind: 'video' as const,
-      codec: c.config.codec,
-    }));
+    const { sensors = [], commands = [] } = this.#options;
+    const channels: ControlChannel[] = [
+      ...this.#options.channels.map((c) => ({
+        id: c.config.id,
+        name: c.config.name,
+        kind: 'video' as const,
+        codec: c.config.codec,
+      })),
+      ...sensors.map((c) => ({
+        id: c.config.id,
+        name: c.config.name,
+        kind: 'sensor' as const,
+        codec: c.config.codec,
+      })),
+      ...commands.map((c) => ({
+        id: c.config.id,
+        name: c.config.name,
+        kind: 'command' as const,
+        codec: c.config.codec,
+      })),
+    ].sort((a, b) => a.id - b.id);
     this.#send({
       type: 'welcome',
-      session_id: this.#session.id,
-      role: 'driver',
+      session_id: open.sessionId,
+      role: open.role,
       channels,
       qos: {
         profile: this.#options.profile.name,
         presentation_delay_ms: this.#options.profile.presentationDelayMs,
       },
     });
+    this.#options.logger.info(
+      {
+        session: this.#session.id,
+        session_id: open.sessionId,
+        role: open.role,
+        sub: grant.sub,
+        scope: grant.scope,
+      },
+      'pilot session welcomed',
+    );
+    for (const command of commands) this.#inboxes.set(command.config.id, command.inbox(open.role));
     for (const channel of this.#options.channels)
       this.#unsubscribe.push(channel.subscribe(this.#subscriber(channel)));
+    for (const sensor of sensors)
+      this.#unsubscribe.push(sensor.subscribe({ handleSensorFrame: (frame) => this.#sendDirect(frame) }));
     this.#statsTimer = setInterval(() => this.#stats(), 1000);
     this.#statsTimer.unref();
+  }
+
+  /** A sensor frame: its datagrams leave now, each stamped with its send time. */
+  #sendDirect(frame: PackedFrame): void {
+    for (const datagram of frame.datagrams) {
+      stampSenderTimestamp(datagram, wrapU32(this.#now() * 1000));
+      if (!this.#session.sendDatagram(datagram)) this.#datagramStats.sensor_datagrams_refused++;
+    }
+  }
+
+  #datagram(datagram: Uint8Array): void {
+    if (!this.#welcomed) {
+      this.#datagramStats.datagrams_before_welcome++;
+      return;
+    }
+    const channel = peekChannel(datagram);
+    if (channel === undefined) {
+      this.#datagramStats.datagrams_malformed++;
+      return;
+    }
+    const inbox = this.#inboxes.get(channel);
+    if (inbox === undefined) {
+      this.#datagramStats.datagrams_unknown_channel++;
+      return;
+    }
+    inbox.handleDatagram(datagram, this.#now());
   }
 
   #subscriber(channel: VideoChannel): FrameSubscriber {
@@ -191,6 +376,7 @@ export class PilotSession {
         lost_packets: s.lostPackets,
       };
     }
+    Object.assign(channels, this.commandStats());
     this.#send({ type: 'agent-stats', channels });
   }
 
@@ -198,8 +384,11 @@ export class PilotSession {
     this.#session.writeControl(encodeControlMessage(message));
   }
 
-  #stop(): void {
+  #stop(reason: string): void {
+    this.#ended = true;
+    if (this.#open !== undefined) this.#options.registry.end(this.#open.sessionId, reason || 'closed');
     clearInterval(this.#statsTimer);
+    clearTimeout(this.#deniedTimer);
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     this.#queue.close();
   }

@@ -1,10 +1,20 @@
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from '@svc/media';
 import { qosProfile } from '@svc/qos';
 import { CertificateRotation, WebTransportServer } from '@svc/transport';
 import { certificatePath, loadCertificate, saveCertificate } from './certificate-store.js';
-import type { DaemonConfig, VideoChannelConfig } from './config.js';
+import { CommandChannel } from './command-channel.js';
+import type {
+  CommandChannelConfig,
+  DaemonConfig,
+  SensorChannelConfig,
+  VideoChannelConfig,
+} from './config.js';
 import { PilotSession } from './pilot-session.js';
+import { PublisherControl } from './publisher-control.js';
+import { SensorChannel } from './sensor-channel.js';
+import { type AuthorizeSession, SessionRegistry } from './session-registry.js';
 import { VideoChannel } from './video-channel.js';
 
 /** Options of {@link serve}. */
@@ -16,6 +26,11 @@ export interface ServeOptions {
   /** Address to bind; default all addresses (`::` with `ipv6 = true`, else `0.0.0.0`). */
   readonly host?: string;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Checks each pilot's `hello` (the pilot session token verifier). Without it, `dev` accepts any
+   * token as `drive` and otherwise every pilot is denied.
+   */
+  readonly authorize?: AuthorizeSession;
 }
 
 /** A running daemon. */
@@ -23,8 +38,28 @@ export interface RunningDaemon {
   readonly port: number;
   /** SHA-256 of the current certificate (and the previous one during a rotation), hex. */
   certificateHashes(): string[];
+  /** The open sessions: the signalling client revokes through it and follows its events. */
+  readonly sessions: SessionRegistry;
   stop(): Promise<void>;
 }
+
+/** How long a denied pilot session may stay open for the pilot to read why (it closes it itself then). */
+const DENIED_CLOSE_DELAY_MS = 2_000;
+
+/** Development mode's stand-in verifier: any token drives (one token id per `hello`). */
+export const acceptAnyTokenForDevelopment: AuthorizeSession = async (hello) => ({
+  ok: true,
+  sub: 'dev',
+  scope: 'drive',
+  jti: randomUUID(),
+  exp: Math.floor(Date.now() / 1000) + 24 * 3600,
+  ...(hello.sessionId !== undefined && { sessionId: hello.sessionId }),
+});
+
+const refuseWithoutVerifier: AuthorizeSession = async () => ({
+  ok: false,
+  reason: 'this robot cannot verify pilot session tokens yet',
+});
 
 /**
  * Runs the direct path: a certificate that rotates before Chromium's 14-day limit, the
@@ -63,31 +98,83 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   const channels = config.channels
     .filter((c): c is VideoChannelConfig => c.kind === 'video')
     .map((c) => new VideoChannel(c, profile, logger));
+  const registry = new SessionRegistry({
+    maxSessions: config.agent.max_sessions,
+    onListenerError: (err, event) =>
+      logger.error(
+        { event, err: err instanceof Error ? err.message : String(err) },
+        'session listener failed',
+      ),
+  });
+  const authorize = options.authorize ?? (options.dev ? acceptAnyTokenForDevelopment : refuseWithoutVerifier);
+  const opened: { close(): Promise<void> }[] = [];
+  const sensors: SensorChannel[] = [];
+  const commands: CommandChannel[] = [];
+  let publisherControl: PublisherControl | undefined;
+  try {
+    for (const c of config.channels.filter((c): c is SensorChannelConfig => c.kind === 'sensor')) {
+      const sensor = await SensorChannel.open(c, logger);
+      sensors.push(sensor);
+      opened.push(sensor);
+    }
+    for (const c of config.channels.filter((c): c is CommandChannelConfig => c.kind === 'command')) {
+      const command = await CommandChannel.open(c, logger);
+      commands.push(command);
+      opened.push(command);
+    }
+    if (config.publisherControl !== undefined) {
+      publisherControl = await PublisherControl.open({ address: config.publisherControl, logger });
+      opened.push(publisherControl);
+      publisherControl.followSessions(registry);
+    }
+  } catch (err) {
+    await Promise.all(opened.map((o) => o.close()));
+    certificates.stop();
+    throw err;
+  }
   const server = await WebTransportServer.listen({
     host: options.host ?? (config.agent.ipv6 ? '::' : '0.0.0.0'),
     port: config.agent.quic_port,
     certificates,
     path: '/',
-    maxSessions: config.agent.max_sessions,
+    // Room above max_sessions, so a pilot over the limit hears "robot busy" from the registry
+    // on the control stream instead of a bare HTTP 429.
+    maxSessions: config.agent.max_sessions + 4,
     onError: (err) => logger.error({ err: String(err) }, 'transport error'),
     onSession: (session) => {
       logger.info({ session: session.id, remote: session.remoteAddress }, 'pilot session opened');
-      new PilotSession({ session, channels, profile, logger, acceptAnyToken: options.dev });
+      new PilotSession({
+        session,
+        channels,
+        sensors,
+        commands,
+        registry,
+        authorize,
+        profile,
+        logger,
+        deniedCloseDelayMs: DENIED_CLOSE_DELAY_MS,
+      });
     },
   });
   try {
     for (const channel of channels) await channel.start(options.env ?? process.env);
   } catch (err) {
-    await Promise.all([...channels.map((c) => c.stop()), server.close()]);
+    await Promise.all([...channels.map((c) => c.stop()), server.close(), ...opened.map((o) => o.close())]);
     certificates.stop();
     throw err;
   }
+  publisherControl?.announceVideoChannels(
+    channels.map((c) => c.config),
+    profile,
+  );
   return {
     port: server.port,
     certificateHashes: () => certificates.hashes().map(hex),
+    sessions: registry,
     async stop() {
       await Promise.all(channels.map((c) => c.stop()));
       await server.close();
+      await Promise.all(opened.map((o) => o.close()));
       certificates.stop();
     },
   };

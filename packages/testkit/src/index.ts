@@ -12,6 +12,14 @@ export {
   runInChromium,
 } from './chromium.js';
 export {
+  type CloudAnswer,
+  type CloudCallOptions,
+  type CloudProcess,
+  type CloudProcessOptions,
+  type SignedInPerson,
+  startCloudProcess,
+} from './cloud-process.js';
+export {
   type DecodeReport,
   decodeWithFfmpeg,
   ffmpegRtpSource,

@@ -15,15 +15,27 @@ const channel = z.object({
 /** A channel as the robot announces it in `welcome`. */
 export type ControlChannel = z.infer<typeof channel>;
 
+const role = z.enum(['driver', 'observer']);
+
+/** A session's role: a `driver` may send commands, an `observer`'s commands are dropped. */
+export type ControlRole = z.infer<typeof role>;
+
 const qosProfile = z.enum(['latency', 'balanced', 'quality']);
 
 const messages = [
-  z.object({ type: z.literal('hello'), v: z.literal(1), token: z.string().max(8192) }).strict(),
+  z
+    .object({
+      type: z.literal('hello'),
+      v: z.literal(1),
+      token: z.string().max(8192),
+      session_id: z.string().min(1).max(128).optional(),
+    })
+    .strict(),
   z
     .object({
       type: z.literal('welcome'),
       session_id: z.string().max(128),
-      role: z.enum(['driver', 'observer']),
+      role,
       channels: z.array(channel).max(255),
       qos: z
         .object({ profile: qosProfile, presentation_delay_ms: z.number().int().min(0).max(10_000) })

@@ -13,6 +13,8 @@
  * - `unrecoverable`: fewer chunks than data chunks were given to the erasure decoder.
  * - `chunk-mismatch`: chunks of one block disagree (sizes or counts), so the block cannot be trusted.
  * - `control-message`: a control-stream line that is not JSON, breaks the schema, or is too long.
+ * - `signal-message`: a signalling message that is not JSON, breaks the schema, or is too long.
+ * - `publisher-control`: a publisher-control datagram that is too long, not JSON, or breaks the schema.
  */
 export type WireErrorCode =
   | 'short-datagram'
@@ -26,7 +28,9 @@ export type WireErrorCode =
   | 'frame-too-large'
   | 'unrecoverable'
   | 'chunk-mismatch'
-  | 'control-message';
+  | 'control-message'
+  | 'signal-message'
+  | 'publisher-control';
 
 /** The one error class of `@svc/wire`: bad bytes from a peer, or a block that cannot be repaired. */
 export class WireError extends Error {

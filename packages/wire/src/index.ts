@@ -16,6 +16,7 @@ export {
   type ControlChannel,
   ControlLineReader,
   type ControlMessage,
+  type ControlRole,
   encodeControlMessage,
   MAX_CONTROL_LINE_BYTES,
 } from './control.js';
@@ -31,6 +32,18 @@ export {
 } from './packer.js';
 export { NO_PARITY, type ParityPolicy, parityCountFor } from './parity.js';
 export {
+  decodePublisherControl,
+  encodePublisherControl,
+  type LayerMessage,
+  MAX_PUBLISHER_CONTROL_BYTES,
+  type PublisherControlMessage,
+  RECOVERY_KINDS,
+  type RecoveryRequestMessage,
+  type SessionEventMessage,
+  VIDEO_CONFIG_REASONS,
+  type VideoConfigMessage,
+} from './publisher-control.js';
+export {
   type AssembledFrame,
   type FrameLoss,
   type FrameLossReason,
@@ -39,3 +52,22 @@ export {
   type ReassemblerStats,
 } from './reassembler.js';
 export { seqDiff16, seqDiff32, seqLess16, seqNext16, wrapU32 } from './seq.js';
+export {
+  DENIAL_REASONS,
+  type DenialReason,
+  encodeSignalMessage,
+  isRobotAuth,
+  MAX_SIGNAL_MESSAGE_BYTES,
+  type PilotAuthMessage,
+  parseSignalClientMessage,
+  parseSignalServerMessage,
+  ROBOT_ID_PATTERN,
+  type RobotAuthMessage,
+  robotChallengePayload,
+  SIGNAL_CLOSE,
+  SIGNAL_SUBPROTOCOL,
+  type SignalCandidate,
+  type SignalChannel,
+  type SignalClientMessage,
+  type SignalServerMessage,
+} from './signalling.js';

@@ -13,6 +13,7 @@ describe('control stream lines', () => {
   it('round-trips every message kind, split at any byte', () => {
     const messages: ControlMessage[] = [
       { type: 'hello', v: 1, token: 'eyJ...' },
+      { type: 'hello', v: 1, token: 'eyJ...', session_id: 'sess-42' },
       {
         type: 'welcome',
         session_id: 's1',

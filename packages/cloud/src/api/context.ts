@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { CloudConfig } from '../config.js';
 import { type CloudDb, type Database, memberships, type OrgRole, type User } from '../db/index.js';
 import type { InvitationProvider, Mailer } from '../invitations/index.js';
+import type { SignallingHandle } from '../signalling/index.js';
 import type { Authenticator, Caller } from './auth.js';
 import { type ApiKeyScope, can, type Permission } from './authz.js';
 import { ApiError } from './errors.js';
@@ -16,6 +17,8 @@ export interface ApiContext {
   readonly invitationProvider: InvitationProvider;
   readonly mail: Mailer;
   readonly now: () => Date;
+  /** Signalling on this node: robot presence and sessions. Without it every robot shows offline. */
+  readonly signalling?: SignallingHandle;
 }
 
 /** The caller, which must be a signed-in user. */

@@ -11,6 +11,13 @@
  * - `invalid-request` (400): the body, query or path does not fit the endpoint's schema.
  * - `conflict` (409): the change contradicts the current state (duplicate, last owner).
  * - `gone` (410): a one-time token already used, revoked or expired.
+ * - `enrolment-token-invalid` (401): `POST /api/v1/enrol` with a token that is unknown or not an
+ *   enrolment token (`svc_enr_...`).
+ * - `enrolment-token-used` (410): the enrolment token already enrolled a robot; a new one is needed.
+ * - `enrolment-token-expired` (410): the enrolment token's lifetime is over; a new one is needed.
+ * - `enrolment-token-revoked` (410): an admin revoked the enrolment token; a new one is needed.
+ * - `robot-enrolled` (409): the robot id is enrolled in another org, or with another key; delete
+ *   the robot in the console and enrol again.
  * - `rate-limited` (429): too many requests; retry later.
  * - `provider-unavailable` (502): the identity provider could not be reached.
  */
@@ -23,6 +30,11 @@ export const API_ERROR_STATUS = {
   'invalid-request': 400,
   conflict: 409,
   gone: 410,
+  'enrolment-token-invalid': 401,
+  'enrolment-token-used': 410,
+  'enrolment-token-expired': 410,
+  'enrolment-token-revoked': 410,
+  'robot-enrolled': 409,
   'rate-limited': 429,
   'provider-unavailable': 502,
 } as const;

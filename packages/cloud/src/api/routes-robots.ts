@@ -1,4 +1,4 @@
-import { and, eq, exists, inArray, or, type SQL, sql } from 'drizzle-orm';
+import { and, eq, exists, inArray, isNull, or, type SQL, sql } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import {
@@ -11,6 +11,7 @@ import {
   robots,
   users,
 } from '../db/index.js';
+import { offlineView, type PresenceView } from '../signalling/index.js';
 import { audit } from './audit.js';
 import type { Caller } from './auth.js';
 import { type ApiContext, hasScope, requireOrgPermission } from './context.js';
@@ -18,6 +19,7 @@ import { ApiError } from './errors.js';
 import { jsonSchema, params, parse, uuidParam } from './http.js';
 
 const robotParams = z.object({ robot: z.string().min(1).max(128) });
+const sessionParams = z.object({ robot: z.string().min(1).max(128), session: z.string().min(1).max(128) });
 const grantParams = z.object({ robot: z.string().min(1).max(128), id: uuidParam });
 const grantBody = z.object({
   grantee: z.discriminatedUnion('kind', [
@@ -30,15 +32,24 @@ const grantBody = z.object({
 
 /**
  * The robots a caller may see, as a condition on `robots`:
- * - nobody signed in: robots with a public grant (every robot with `SVC_DEV_ALLOW_ANONYMOUS=1`);
+ * - nobody signed in: robots with a public grant, and with `SVC_DEV_OPEN_ENROLMENT=1` robots admitted
+ *   by open dev enrolment (no org, never enrolled); every robot with `SVC_DEV_ALLOW_ANONYMOUS=1`;
  * - an API key with `robots:read`: its org's robots;
  * - a user: robots of their orgs, and robots granted to them, to one of their orgs, or to everyone.
  */
-export function visibleRobots(caller: Caller, devAllowAnonymous: boolean): SQL | undefined {
+export function visibleRobots(
+  caller: Caller,
+  dev: { readonly devAllowAnonymous: boolean; readonly devOpenEnrolment: boolean },
+): SQL | undefined {
   const publicGrant = sql`exists (select 1 from ${robotGrants} g where g.robot_id = ${robots.robotId} and g.grantee_kind = 'public')`;
   switch (caller.kind) {
     case 'anonymous':
-      return devAllowAnonymous ? undefined : publicGrant;
+      // Robots admitted by open dev enrolment (no org, never enrolled; `enrolled_at` tells them
+      // from one whose org was deleted) are shown only while the server runs in that dev mode.
+      if (dev.devAllowAnonymous) return undefined;
+      return dev.devOpenEnrolment
+        ? or(publicGrant, and(isNull(robots.orgId), isNull(robots.enrolledAt)))
+        : publicGrant;
     case 'api-key':
       if (!hasScope(caller, 'robots:read'))
         throw new ApiError('forbidden', 'this API key lacks the robots:read scope');
@@ -108,7 +119,7 @@ export function robotRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const rows = await db
         .select()
         .from(robots)
-        .where(visibleRobots(caller, ctx.config.devAllowAnonymous))
+        .where(visibleRobots(caller, ctx.config))
         .orderBy(robots.robotId);
       const access = await accessTo(
         db,
@@ -120,16 +131,90 @@ export function robotRoutes(app: FastifyInstance, ctx: ApiContext): void {
         rows.map((r) => r.robotId),
       );
       return {
-        robots: rows.map((r) => ({
-          robotId: r.robotId,
-          name: r.name,
-          orgId: r.orgId,
-          public: publicIds.has(r.robotId),
-          access: access.get(r.robotId) ?? null,
-          enrolledAt: r.enrolledAt,
-          lastSeenAt: r.lastSeenAt,
-        })),
+        robots: rows.map((r) =>
+          robotView(
+            r,
+            publicIds.has(r.robotId),
+            access.get(r.robotId) ?? null,
+            ctx.signalling?.presenceOf(r.robotId),
+          ),
+        ),
       };
+    },
+  );
+
+  app.get(
+    '/api/v1/robots/:robot',
+    {
+      schema: {
+        summary: 'One robot the caller may see, with its presence (online, channels, candidates, sessions)',
+        tags: ['robots'],
+      },
+    },
+    async (request) => {
+      const { robot } = parse(robotParams, params(request), 'path');
+      const caller = await ctx.auth.caller(request);
+      const [row] = await db
+        .select()
+        .from(robots)
+        .where(and(eq(robots.robotId, robot), visibleRobots(caller, ctx.config)));
+      if (row === undefined) throw new ApiError('not-found', `no robot ${robot} among those you may see`);
+      const access = await accessTo(db, caller, [robot]);
+      const publicIds = await publicRobots(db, [robot]);
+      return {
+        robot: robotView(
+          row,
+          publicIds.has(robot),
+          access.get(robot) ?? null,
+          ctx.signalling?.presenceOf(robot),
+        ),
+      };
+    },
+  );
+
+  app.get(
+    '/api/v1/robots/:robot/sessions',
+    {
+      schema: {
+        summary: "A robot's open sessions, with who holds them (admin of its org)",
+        tags: ['robots'],
+      },
+    },
+    async (request) => {
+      const { robot } = parse(robotParams, params(request), 'path');
+      await managedRobot(ctx, request, robot);
+      return { sessions: ctx.signalling?.presenceOf(robot)?.sessions ?? [] };
+    },
+  );
+
+  app.delete(
+    '/api/v1/robots/:robot/sessions/:session',
+    {
+      schema: {
+        summary:
+          'Ends a session on a robot now; the robot refuses its token until it expires (admin of its org)',
+        tags: ['robots'],
+      },
+    },
+    async (request, reply) => {
+      const p = parse(sessionParams, params(request), 'path');
+      const { orgId, userId } = await managedRobot(ctx, request, p.robot);
+      const revoked = ctx.signalling?.revokeSession(p.robot, p.session, 'revoked by an admin') ?? false;
+      if (!revoked) {
+        throw new ApiError(
+          'not-found',
+          `no open session ${p.session} on robot ${p.robot} (it may have ended, or the robot is offline)`,
+        );
+      }
+      await audit(db, {
+        orgId,
+        actor: { kind: 'user', id: userId },
+        action: 'session.revoke',
+        targetKind: 'robot',
+        targetId: p.robot,
+        detail: { session: p.session },
+      });
+      reply.code(204);
     },
   );
 
@@ -151,6 +236,8 @@ export function robotRoutes(app: FastifyInstance, ctx: ApiContext): void {
           targetId: robot,
         });
       });
+      // Its sessions end and its connection is refused (`robot-deleted`).
+      ctx.signalling?.robotDeleted(robot);
       reply.code(204);
     },
   );
@@ -291,6 +378,34 @@ async function publicRobots(db: CloudDb, robotIds: readonly string[]): Promise<S
     .from(robotGrants)
     .where(and(inArray(robotGrants.robotId, [...robotIds]), eq(robotGrants.granteeKind, 'public')));
   return new Set(rows.map((r) => r.robotId));
+}
+
+/** A robot as the API lists it: its record and its presence on this node. */
+function robotView(
+  row: typeof robots.$inferSelect,
+  isPublic: boolean,
+  access: RobotAccess | null,
+  live: PresenceView | undefined,
+) {
+  const presence = live ?? offlineView(row.lastSeenAt);
+  const lastSeenAt =
+    row.lastSeenAt !== null && (presence.lastSeenAt === null || row.lastSeenAt > presence.lastSeenAt)
+      ? row.lastSeenAt
+      : presence.lastSeenAt;
+  return {
+    robotId: row.robotId,
+    name: row.name,
+    orgId: row.orgId,
+    public: isPublic,
+    access,
+    enrolledAt: row.enrolledAt,
+    online: presence.online,
+    lastSeenAt,
+    channels: presence.channels,
+    candidates: presence.candidates,
+    relay: presence.relay,
+    sessions: presence.sessions.map((x) => ({ sessionId: x.sessionId, role: x.role })),
+  };
 }
 
 function grantView(row: typeof robotGrants.$inferSelect) {

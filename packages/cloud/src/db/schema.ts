@@ -207,6 +207,49 @@ export const apiKeys = pgTable(
 );
 
 /**
+ * One-time tokens an org admin creates so a robot can enrol into the org (`svc_enr_...`). Only the
+ * SHA-256 of the token is stored (`token_hash`, see `hashSecret`). A token is redeemed at most once:
+ * `redeemed_at` is set by the single `UPDATE ... WHERE redeemed_at IS NULL` that wins.
+ */
+export const enrolmentTokens = pgTable(
+  'enrolment_tokens',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    orgId: uuid('org_id')
+      .notNull()
+      .references(() => orgs.id, { onDelete: 'cascade' }),
+    /** A label for people ("line 3 robots"), not a secret. */
+    name: text('name'),
+    tokenHash: text('token_hash').notNull().unique('enrolment_tokens_token_hash_key'),
+    createdBy: uuid('created_by').references(() => users.id, { onDelete: 'set null' }),
+    createdAt: timestamptz('created_at').notNull().defaultNow(),
+    expiresAt: timestamptz('expires_at').notNull(),
+    redeemedAt: timestamptz('redeemed_at'),
+    /** The robot that redeemed it (no foreign key: the robot may be deleted later). */
+    redeemedBy: text('redeemed_by'),
+    revokedAt: timestamptz('revoked_at'),
+  },
+  (t) => [index('enrolment_tokens_org_id_idx').on(t.orgId)],
+);
+
+/**
+ * The service's own ES256 keys for pilot session tokens. The newest key not past `retires_at`
+ * signs; every key not past `expires_at` is published in `/.well-known/svc-session-jwks.json`, so
+ * tokens signed before a rotation verify until they expire. Private keys are JWKs (PKCS#8 would do
+ * as well); the database is as sensitive as the keys it holds.
+ */
+export const sessionSigningKeys = pgTable('session_signing_keys', {
+  kid: text('kid').primaryKey(),
+  privateJwk: jsonb('private_jwk').$type<Record<string, unknown>>().notNull(),
+  publicJwk: jsonb('public_jwk').$type<Record<string, unknown>>().notNull(),
+  createdAt: timestamptz('created_at').notNull().defaultNow(),
+  /** After this the key no longer signs. */
+  retiresAt: timestamptz('retires_at').notNull(),
+  /** After this the key is no longer published (its last token has expired). */
+  expiresAt: timestamptz('expires_at').notNull(),
+});
+
+/**
  * What was done, by whom, to what. No foreign keys: entries outlive the orgs, users and robots
  * they name. Read an org's log newest first through `(org_id, at desc, id desc)`.
  */
@@ -260,6 +303,10 @@ export type NewRobotGrant = typeof robotGrants.$inferInsert;
 export type ApiKey = typeof apiKeys.$inferSelect;
 /** The values to insert a row of {@link apiKeys}. */
 export type NewApiKey = typeof apiKeys.$inferInsert;
+/** A row of {@link enrolmentTokens}. */
+export type EnrolmentToken = typeof enrolmentTokens.$inferSelect;
+/** A row of {@link sessionSigningKeys}. */
+export type SessionSigningKey = typeof sessionSigningKeys.$inferSelect;
 /** A row of {@link auditLog}. */
 export type AuditEntry = typeof auditLog.$inferSelect;
 /** The values to insert a row of {@link auditLog}. */

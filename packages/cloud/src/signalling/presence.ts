@@ -1,0 +1,217 @@
+import type { SignalCandidate, SignalChannel } from '@svc/wire';
+
+/** Role of a session on a robot. */
+export type SessionRole = 'driver' | 'observer';
+
+/** One session the server knows of on a robot: offered by it, or reported by the robot. */
+export interface SessionRecord {
+  readonly sessionId: string;
+  role: SessionRole;
+  /** Who the session is for (the token's `sub`). */
+  sub: string;
+  /** The token's id, when the server offered the session (a session the robot reports has none). */
+  readonly jti: string | undefined;
+  /** The token's expiry, seconds since the epoch, when known. */
+  readonly exp: number | undefined;
+  /** When the server offered it, ms; `undefined` for a session the robot reported first. */
+  readonly offeredAt: number | undefined;
+  /** Whether the robot has reported it running. */
+  started: boolean;
+  /** The pilot connection that asked for it, while that connection is open. */
+  pilot: PilotLink | undefined;
+}
+
+/** The pilot connection a session was offered to, told when the session is gone. */
+export interface PilotLink {
+  forget(sessionId: string): void;
+}
+
+/** What a robot last announced: how to reach it and what it serves. */
+export interface Announcement {
+  readonly candidates: readonly SignalCandidate[];
+  readonly certHashes: readonly string[];
+  readonly channels: readonly SignalChannel[];
+  readonly maxSessions: number;
+  readonly relay: boolean;
+}
+
+/** A session as presence shows it. */
+export interface SessionView {
+  readonly sessionId: string;
+  readonly role: SessionRole;
+  /** The token's `sub` (shown to the robot's admins only). */
+  readonly sub: string;
+  /** `true` once the robot reported it running; `false` while offered and not yet started. */
+  readonly started: boolean;
+}
+
+/** A robot's presence as the API shows it. */
+export interface PresenceView {
+  readonly online: boolean;
+  /** Last time the robot was heard from, as far as this node knows; `null` when never. */
+  readonly lastSeenAt: Date | null;
+  readonly channels: readonly SignalChannel[];
+  readonly candidates: readonly SignalCandidate[];
+  readonly relay: boolean;
+  readonly sessions: readonly SessionView[];
+}
+
+/**
+ * The presence of one connected robot and its sessions, with the driver slot. It exists while the
+ * robot is connected; the registry drops it at disconnect (which releases every session and the
+ * slot), so memory follows the robots online, not the fleet.
+ */
+export class RobotPresence {
+  readonly robotId: string;
+  readonly orgId: string | null;
+  /** The robot's connection (opaque to this class). */
+  readonly connection: object;
+  announcement: Announcement | undefined = undefined;
+  /** Last time anything was heard from the robot, ms. */
+  lastHeardAt: number;
+  /** Last time `last_seen_at` was queued for writing for this robot, ms (0: never). */
+  lastWrittenAt = 0;
+  /** The session holding the driver slot, if any. */
+  driver: string | undefined = undefined;
+  /** Allocated with the first session: most robots have none most of the time. */
+  private sessionMap: Map<string, SessionRecord> | undefined = undefined;
+
+  constructor(robotId: string, orgId: string | null, connection: object, now: number) {
+    this.robotId = robotId;
+    this.orgId = orgId;
+    this.connection = connection;
+    this.lastHeardAt = now;
+  }
+
+  /** The sessions the server knows on this robot. */
+  sessions(): IterableIterator<SessionRecord> {
+    return (this.sessionMap ?? EMPTY).values();
+  }
+
+  /** Number of sessions known. */
+  get sessionCount(): number {
+    return this.sessionMap?.size ?? 0;
+  }
+
+  /** The session `sessionId`, if known. */
+  session(sessionId: string): SessionRecord | undefined {
+    return this.sessionMap?.get(sessionId);
+  }
+
+  /**
+   * Offers a new session: `driver` when the scope is `drive` and the slot is free (the slot is then
+   * held for it), else `observer`.
+   */
+  offer(
+    sessionId: string,
+    scope: 'drive' | 'observe',
+    claims: { sub: string; jti: string; exp: number },
+    pilot: PilotLink,
+    now: number,
+  ): SessionRecord {
+    const role: SessionRole = scope === 'drive' && this.driver === undefined ? 'driver' : 'observer';
+    if (role === 'driver') this.driver = sessionId;
+    const record: SessionRecord = {
+      sessionId,
+      role,
+      sub: claims.sub,
+      jti: claims.jti,
+      exp: claims.exp,
+      offeredAt: now,
+      started: false,
+      pilot,
+    };
+    this.map().set(sessionId, record);
+    return record;
+  }
+
+  /**
+   * The robot reports a session running (`session-started`, or in `announce`). The robot enforces
+   * the slot itself, so its word is taken: a driver it reports holds the slot.
+   */
+  started(sessionId: string, role: SessionRole, sub: string): void {
+    let record = this.sessionMap?.get(sessionId);
+    if (record === undefined) {
+      record = {
+        sessionId,
+        role,
+        sub,
+        jti: undefined,
+        exp: undefined,
+        offeredAt: undefined,
+        started: true,
+        pilot: undefined,
+      };
+      this.map().set(sessionId, record);
+    }
+    record.started = true;
+    record.role = role;
+    record.sub = sub;
+    if (role === 'driver') this.driver = sessionId;
+    else if (this.driver === sessionId) this.driver = undefined;
+  }
+
+  /** Forgets a session and frees the slot if it held it. Returns the record, if it was known. */
+  end(sessionId: string): SessionRecord | undefined {
+    const record = this.sessionMap?.get(sessionId);
+    if (record === undefined) return undefined;
+    this.sessionMap?.delete(sessionId);
+    if (this.driver === sessionId) this.driver = undefined;
+    record.pilot?.forget(sessionId);
+    return record;
+  }
+
+  /** Takes over the sessions of the connection this one replaces (the robot kept them). */
+  adopt(previous: RobotPresence): void {
+    this.sessionMap = previous.sessionMap;
+    this.driver = previous.driver;
+    this.announcement = previous.announcement;
+    previous.sessionMap = undefined;
+    previous.driver = undefined;
+  }
+
+  /** Replaces the sessions with those the robot says are open (its `announce` after a reconnect). */
+  replaceSessions(open: readonly { session_id: string; role: SessionRole; sub: string }[]): void {
+    const offered = [...this.sessions()].filter((s) => !s.started);
+    const kept = new Set(open.map((s) => s.session_id));
+    for (const s of this.sessions()) if (s.started && !kept.has(s.sessionId)) s.pilot?.forget(s.sessionId);
+    this.sessionMap = undefined;
+    this.driver = undefined;
+    // Offers not yet started stay: the robot cannot know them until the pilot says hello.
+    for (const s of offered) {
+      this.map().set(s.sessionId, s);
+      if (s.role === 'driver') this.driver = s.sessionId;
+    }
+    for (const s of open) this.started(s.session_id, s.role, s.sub);
+  }
+
+  /** The presence as the API shows it. */
+  view(): PresenceView {
+    const a = this.announcement;
+    return {
+      online: true,
+      lastSeenAt: new Date(this.lastHeardAt),
+      channels: a?.channels ?? [],
+      candidates: a?.candidates ?? [],
+      relay: a?.relay ?? false,
+      sessions: [...this.sessions()].map((s) => ({
+        sessionId: s.sessionId,
+        role: s.role,
+        sub: s.sub,
+        started: s.started,
+      })),
+    };
+  }
+
+  private map(): Map<string, SessionRecord> {
+    this.sessionMap ??= new Map();
+    return this.sessionMap;
+  }
+}
+
+const EMPTY: ReadonlyMap<string, SessionRecord> = new Map();
+
+/** The presence of an offline robot: what the API shows when no connection holds it. */
+export function offlineView(lastSeenAt: Date | null): PresenceView {
+  return { online: false, lastSeenAt, channels: [], candidates: [], relay: false, sessions: [] };
+}

@@ -1,0 +1,262 @@
+/** A session's role: a `driver` may send commands; an `observer`'s commands are dropped. */
+export type SessionRole = 'driver' | 'observer';
+
+/**
+ * What checking a `hello` decided. `ok: true` carries the verified pilot session token's claims
+ * (`exp` in seconds since the epoch, as in the JWT); `sessionId` and `role` are set when the
+ * signalling server announced the session, otherwise the daemon picks them. `ok: false` carries a
+ * reason safe to show the pilot (never the token).
+ */
+export type SessionGrant =
+  | {
+      readonly ok: true;
+      readonly sub: string;
+      readonly scope: 'drive' | 'observe';
+      readonly jti: string;
+      readonly exp: number;
+      readonly sessionId?: string;
+      readonly role?: SessionRole;
+    }
+  | { readonly ok: false; readonly reason: string };
+
+/** A grant that admits a pilot. */
+export type AcceptedGrant = Extract<SessionGrant, { ok: true }>;
+
+/** What a pilot's `hello` offers for checking: its token and the session id from the signalling offer. */
+export interface SessionHello {
+  readonly token: string;
+  readonly sessionId?: string;
+}
+
+/** Checks a pilot's `hello` (the token verifier, or the development stand-in). */
+export type AuthorizeSession = (hello: SessionHello) => Promise<SessionGrant>;
+
+/** One session the registry admitted. */
+export interface OpenSession {
+  readonly sessionId: string;
+  readonly role: SessionRole;
+  readonly sub: string;
+  readonly scope: 'drive' | 'observe';
+  readonly jti: string;
+  /** Token expiry, seconds since the epoch. */
+  readonly exp: number;
+  /** Registry clock (ms) at admission. */
+  readonly startedAtMs: number;
+}
+
+/** Stable codes of a refused admission. */
+export type AdmissionRefusalCode = 'busy' | 'token-in-use' | 'token-revoked' | 'session-in-use';
+
+/** The outcome of {@link SessionRegistry.admit}. */
+export type Admission =
+  | { readonly ok: true; readonly session: OpenSession }
+  | { readonly ok: false; readonly code: AdmissionRefusalCode; readonly reason: string };
+
+/** What {@link SessionRegistry.admit} needs besides the grant. */
+export interface AdmitRequest {
+  /** Id of the session: the signalling server's when it announced one, else the transport's. */
+  readonly sessionId: string;
+  readonly grant: AcceptedGrant;
+  /** Ends the session with a reason the pilot may see; called when the session is revoked. */
+  readonly close: (reason: string) => void;
+}
+
+/** A session started or ended; `sessions` is the count of open sessions after the change. */
+export interface SessionEvent {
+  readonly session: OpenSession;
+  readonly sessions: number;
+  /** Why it ended (`ended` events only). */
+  readonly reason?: string;
+}
+
+/** Events of a {@link SessionRegistry}. */
+export interface SessionRegistryEvents {
+  readonly started: SessionEvent;
+  readonly ended: SessionEvent;
+}
+
+/** Options of {@link SessionRegistry}. */
+export interface SessionRegistryOptions {
+  /** `[agent] max_sessions`. */
+  readonly maxSessions: number;
+  /** Clock in ms since the epoch (default `Date.now`); compared with token `exp` claims. */
+  readonly now?: () => number;
+  /**
+   * How long a revoked `jti` is refused when its expiry is unknown (default 15 minutes: pilot
+   * session tokens live a few minutes at most).
+   */
+  readonly revokedUnknownExpiryMs?: number;
+  /** A listener threw; the registry carries on (default: `console.error`). */
+  readonly onListenerError?: (err: unknown, event: keyof SessionRegistryEvents) => void;
+}
+
+interface Entry {
+  readonly session: OpenSession;
+  readonly close: (reason: string) => void;
+}
+
+type Listener<E extends keyof SessionRegistryEvents> = (event: SessionRegistryEvents[E]) => void;
+
+/**
+ * Who is connected to this robot: enforces `max_sessions`, hands out the one driver slot, refuses
+ * a token (`jti`) already in use or revoked, and reports sessions starting and ending. Pure: no
+ * I/O, time injected.
+ *
+ * The driver slot goes to a `drive`-scoped session when it is free at admission; every other
+ * session observes. When the signalling server announced `role: 'driver'` but the slot is held
+ * locally by another live session, the newcomer observes: the robot enforces the slot. When the
+ * driver leaves, the slot stays free for the next `drive`-scoped `hello`; it is deliberately not
+ * handed to an observer already in its session: that pilot was told `observer` in `welcome` and
+ * has no message that would promote it, and control must never pass to someone who did not ask
+ * for it at that moment.
+ */
+export class SessionRegistry {
+  readonly maxSessions: number;
+  readonly #now: () => number;
+  readonly #revokedTtlMs: number;
+  readonly #onListenerError: (err: unknown, event: keyof SessionRegistryEvents) => void;
+  readonly #open = new Map<string, Entry>();
+  /** Revoked `jti` → when (ms) it may be accepted again. */
+  readonly #revoked = new Map<string, number>();
+  readonly #listeners: { [E in keyof SessionRegistryEvents]: Set<Listener<E>> } = {
+    started: new Set(),
+    ended: new Set(),
+  };
+  #driver: string | undefined;
+
+  constructor(options: SessionRegistryOptions) {
+    if (!Number.isInteger(options.maxSessions) || options.maxSessions < 1) {
+      throw new TypeError(`maxSessions must be an integer of at least 1, got ${options.maxSessions}`);
+    }
+    this.maxSessions = options.maxSessions;
+    this.#now = options.now ?? Date.now;
+    this.#revokedTtlMs = options.revokedUnknownExpiryMs ?? 15 * 60_000;
+    this.#onListenerError =
+      options.onListenerError ??
+      ((err, event) => console.error(`session registry: a "${event}" listener threw`, err));
+  }
+
+  /** Open sessions. */
+  get size(): number {
+    return this.#open.size;
+  }
+
+  /** The session holding the driver slot, if any. */
+  get driver(): OpenSession | undefined {
+    return this.#driver === undefined ? undefined : this.#open.get(this.#driver)?.session;
+  }
+
+  /** Every open session, in admission order. */
+  sessions(): OpenSession[] {
+    return [...this.#open.values()].map((e) => e.session);
+  }
+
+  /** The open session `sessionId`, if any. */
+  get(sessionId: string): OpenSession | undefined {
+    return this.#open.get(sessionId)?.session;
+  }
+
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on<E extends keyof SessionRegistryEvents>(event: E, listener: Listener<E>): () => void {
+    const set = this.#listeners[event] as Set<Listener<E>>;
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  /**
+   * Admits a session whose token was accepted, deciding its role; emits `started`. A refusal names
+   * the reason for the pilot's `denied`; the caller closes the session.
+   */
+  admit(request: AdmitRequest): Admission {
+    const { grant, sessionId } = request;
+    this.#pruneRevoked();
+    if (this.#revoked.has(grant.jti)) return refuse('token-revoked', 'token revoked');
+    for (const entry of this.#open.values()) {
+      if (entry.session.jti === grant.jti) return refuse('token-in-use', 'token already in use');
+    }
+    if (this.#open.has(sessionId)) return refuse('session-in-use', `session ${sessionId} is already open`);
+    if (this.#open.size >= this.maxSessions) {
+      return refuse(
+        'busy',
+        `robot busy: ${this.#open.size} of ${this.maxSessions} sessions in use (max_sessions)`,
+      );
+    }
+    const wantsToDrive = grant.scope === 'drive' && grant.role !== 'observer';
+    const role: SessionRole = wantsToDrive && this.#driver === undefined ? 'driver' : 'observer';
+    const session: OpenSession = Object.freeze({
+      sessionId,
+      role,
+      sub: grant.sub,
+      scope: grant.scope,
+      jti: grant.jti,
+      exp: grant.exp,
+      startedAtMs: this.#now(),
+    });
+    this.#open.set(sessionId, { session, close: request.close });
+    if (role === 'driver') this.#driver = sessionId;
+    this.#emit('started', { session, sessions: this.#open.size });
+    return { ok: true, session };
+  }
+
+  /**
+   * The session ended (the pilot left, the transport dropped, the daemon closed it). Frees its
+   * driver slot and emits `ended`. Returns `false` for a session that is not open (already ended
+   * or revoked), so callers need not track that.
+   */
+  end(sessionId: string, reason = 'closed'): boolean {
+    const entry = this.#open.get(sessionId);
+    if (entry === undefined) return false;
+    this.#open.delete(sessionId);
+    if (this.#driver === sessionId) this.#driver = undefined;
+    this.#emit('ended', { session: entry.session, sessions: this.#open.size, reason });
+    return true;
+  }
+
+  /** Closes one session (the signalling server revoked it). Returns whether it was open. */
+  revoke(sessionId: string, reason = 'session revoked'): boolean {
+    const entry = this.#open.get(sessionId);
+    if (entry === undefined) return false;
+    this.end(sessionId, reason);
+    entry.close(reason);
+    return true;
+  }
+
+  /**
+   * Revokes a token: closes every session opened with it and refuses it until it expires (`exp`
+   * in seconds; taken from an open session when not given, else a default). Returns the number
+   * of sessions closed.
+   */
+  revokeJti(jti: string, exp?: number, reason = 'token revoked'): number {
+    const holders = [...this.#open.values()].filter((e) => e.session.jti === jti);
+    const expiry = exp ?? holders[0]?.session.exp;
+    const untilMs = expiry === undefined ? this.#now() + this.#revokedTtlMs : expiry * 1000;
+    this.#revoked.set(jti, Math.max(untilMs, this.#revoked.get(jti) ?? 0));
+    for (const entry of holders) this.revoke(entry.session.sessionId, reason);
+    return holders.length;
+  }
+
+  /** Whether `jti` is refused now. */
+  isRevoked(jti: string): boolean {
+    this.#pruneRevoked();
+    return this.#revoked.has(jti);
+  }
+
+  #pruneRevoked(): void {
+    const now = this.#now();
+    for (const [jti, untilMs] of this.#revoked) if (untilMs <= now) this.#revoked.delete(jti);
+  }
+
+  #emit<E extends keyof SessionRegistryEvents>(event: E, value: SessionRegistryEvents[E]): void {
+    for (const listener of [...(this.#listeners[event] as Set<Listener<E>>)]) {
+      try {
+        listener(value);
+      } catch (err) {
+        this.#onListenerError(err, event);
+      }
+    }
+  }
+}
+
+function refuse(code: AdmissionRefusalCode, reason: string): Admission {
+  return { ok: false, code, reason };
+}

@@ -1,0 +1,285 @@
+import { z } from 'zod';
+import { WireError } from './errors.js';
+
+/**
+ * Signalling protocol v2: JSON text messages on the WebSocket `/ws` of svc-cloud, one object per
+ * message, each with a `type`. Robots prove their Ed25519 key, announce how to reach them and
+ * hear about sessions; pilots present a pilot session token and ask for an offer. The contract is
+ * `docs/protocol/signalling.md`.
+ */
+
+/** The WebSocket subprotocol both sides name (`Sec-WebSocket-Protocol`). */
+export const SIGNAL_SUBPROTOCOL = 'svc-signal.v2';
+
+/** Largest message either side accepts, bytes. A larger one closes the connection (1009). */
+export const MAX_SIGNAL_MESSAGE_BYTES = 64 * 1024;
+
+/** Close codes of the signalling WebSocket beyond the standard ones. */
+export const SIGNAL_CLOSE = {
+  /** A message that is not JSON, breaks the schema, or comes out of order before `auth-ok`. */
+  protocolError: 4400,
+  /** The robot's signature or the pilot's token did not verify. */
+  unauthenticated: 4401,
+  /** `denied` was sent: `unknown-robot`, `key-mismatch`, or the robot was deleted. */
+  denied: 4403,
+  /** No `auth` in time after the challenge, or nothing heard for three heartbeat periods. */
+  timeout: 4408,
+  /** The same robot connected again; the newer connection wins. */
+  replaced: 4409,
+  /** Too many messages for too long. */
+  rateLimited: 4429,
+} as const;
+
+/** Why a robot or pilot was refused. */
+export const DENIAL_REASONS = [
+  'unknown-robot',
+  'key-mismatch',
+  'bad-signature',
+  'bad-token',
+  'forbidden',
+  'robot-deleted',
+] as const;
+/** One of {@link DENIAL_REASONS}. */
+export type DenialReason = (typeof DENIAL_REASONS)[number];
+
+const b64url = (min: number, max: number) =>
+  z
+    .string()
+    .min(min)
+    .max(max)
+    .regex(/^[A-Za-z0-9_-]*$/, { error: 'base64url without padding' });
+/**
+ * A robot id: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit. The one
+ * rule for the daemon's `robot_id`, enrolment and signalling.
+ */
+export const ROBOT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+const robotId = z.string().regex(ROBOT_ID_PATTERN, { error: 'a robot id (letters, digits, ".", "_", "-")' });
+const sessionId = z.string().min(1).max(128);
+const role = z.enum(['driver', 'observer']);
+const scope = z.enum(['drive', 'observe']);
+
+const candidate = z
+  .object({
+    /** An IPv4 or IPv6 address literal. */
+    address: z.string().min(2).max(64),
+    port: z.number().int().min(1).max(65535),
+    family: z.enum(['ipv4', 'ipv6']),
+    /** `host`: an address of the robot itself; `mapped`: an external address from port mapping. */
+    kind: z.enum(['host', 'mapped']),
+  })
+  .strict();
+/** How a pilot may reach a robot's QUIC port. */
+export type SignalCandidate = z.infer<typeof candidate>;
+
+const channel = z
+  .object({
+    id: z.number().int().min(1).max(255),
+    name: z.string().min(1).max(128),
+    kind: z.enum(['video', 'sensor', 'command']),
+    codec: z.string().min(1).max(128),
+  })
+  .strict();
+/** A channel as the robot announces it. */
+export type SignalChannel = z.infer<typeof channel>;
+
+const certHash = z.string().regex(/^[0-9a-f]{64}$/, { error: 'a SHA-256 hash in lowercase hex' });
+
+const openSession = z.object({ session_id: sessionId, role, sub: z.string().max(256) }).strict();
+
+const robotAuth = z
+  .object({
+    type: z.literal('auth'),
+    v: z.literal(2),
+    robot_id: robotId,
+    public_key: b64url(43, 43),
+    sig: b64url(86, 86),
+  })
+  .strict();
+const pilotAuth = z
+  .object({ type: z.literal('auth'), v: z.literal(2), token: z.string().min(1).max(8192) })
+  .strict();
+
+/** Messages a robot or pilot sends. */
+const clientMessages = z.union([
+  robotAuth,
+  pilotAuth,
+  z
+    .object({
+      type: z.literal('announce'),
+      candidates: z.array(candidate).max(16),
+      cert_hashes: z.array(certHash).min(1).max(4),
+      channels: z.array(channel).max(255),
+      max_sessions: z.number().int().min(1).max(64),
+      relay: z.boolean(),
+      /** Sessions open on the robot now (after a reconnect, those it kept). */
+      sessions: z.array(openSession).max(64),
+    })
+    .strict(),
+  z.object({ type: z.literal('heartbeat'), t: z.number().optional() }).strict(),
+  z
+    .object({ type: z.literal('session-started'), session_id: sessionId, role, sub: z.string().max(256) })
+    .strict(),
+  z.object({ type: z.literal('session-ended'), session_id: sessionId }).strict(),
+  z.object({ type: z.literal('connect'), robot_id: robotId }).strict(),
+  z.object({ type: z.literal('leave'), session_id: sessionId }).strict(),
+]);
+
+/** Messages svc-cloud sends. */
+const serverMessages = z.discriminatedUnion('type', [
+  z
+    .object({
+      type: z.literal('challenge'),
+      v: z.literal(2),
+      nonce: b64url(43, 43),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('auth-ok'),
+      role: z.enum(['robot', 'pilot']),
+      /** The robot's own id, or the robot a pilot's token is for. */
+      robot_id: robotId,
+      /** Robots: the org the robot is enrolled in, `null` when admitted by open dev enrolment. */
+      org_id: z.string().max(64).nullable().optional(),
+      /** Pilots: the token's scope. */
+      scope: scope.optional(),
+      heartbeat_ms: z.number().int().min(1000).max(120_000),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('denied'),
+      reason: z.enum(DENIAL_REASONS),
+      message: z.string().max(512),
+      robot_id: robotId.optional(),
+    })
+    .strict(),
+  z.object({ type: z.literal('heartbeat-ack'), t: z.number().optional() }).strict(),
+  z
+    .object({
+      type: z.literal('session-open'),
+      session_id: sessionId,
+      role,
+      sub: z.string().max(256),
+      scope,
+      jti: z.string().max(128),
+      exp: z.number().int(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('session-revoked'),
+      session_id: sessionId,
+      jti: z.string().max(128).optional(),
+      reason: z.string().max(256),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('offer'),
+      session_id: sessionId,
+      robot_id: robotId,
+      role,
+      candidates: z.array(candidate).max(16),
+      cert_hashes: z.array(certHash).min(1).max(4),
+      channels: z.array(channel).max(255),
+      relay: z.boolean(),
+    })
+    .strict(),
+  z.object({ type: z.literal('robot-offline'), robot_id: robotId }).strict(),
+  z
+    .object({
+      type: z.literal('error'),
+      code: z.enum(['bad-message', 'rate-limited', 'not-allowed']),
+      message: z.string().max(512),
+    })
+    .strict(),
+]);
+
+/** A message a robot or pilot sends. */
+export type SignalClientMessage = z.infer<typeof clientMessages>;
+/** A message svc-cloud sends. */
+export type SignalServerMessage = z.infer<typeof serverMessages>;
+/** A robot's `auth`. */
+export type RobotAuthMessage = z.infer<typeof robotAuth>;
+/** A pilot's `auth`. */
+export type PilotAuthMessage = z.infer<typeof pilotAuth>;
+
+/** Whether an `auth` message is a robot's (it carries `robot_id`) rather than a pilot's. */
+export function isRobotAuth(message: RobotAuthMessage | PilotAuthMessage): message is RobotAuthMessage {
+  return 'robot_id' in message;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * The bytes a robot signs with its Ed25519 key to answer a challenge: the UTF-8 text
+ * `svc-signal-v2:<nonce>:<robot_id>`. The prefix keeps the signature from meaning anything in
+ * another protocol; the robot id binds it to the identity claimed.
+ */
+export function robotChallengePayload(nonce: string, robotIdValue: string): Uint8Array {
+  return encoder.encode(`svc-signal-v2:${nonce}:${robotIdValue}`);
+}
+
+/** A message as the JSON text of one WebSocket message. Throws `TypeError` when it breaks the schema. */
+export function encodeSignalMessage(message: SignalClientMessage | SignalServerMessage): string {
+  const schema = message.type === 'challenge' || isServerType(message.type) ? serverMessages : clientMessages;
+  const checked = schema.safeParse(message);
+  if (!checked.success) {
+    throw new TypeError(`invalid signalling message "${message.type}": ${describe(checked.error)}`);
+  }
+  return JSON.stringify(message);
+}
+
+/** Parses a message from a robot or pilot; bad input is a {@link WireError} `signal-message`, returned. */
+export function parseSignalClientMessage(text: string): SignalClientMessage | WireError {
+  return parse(clientMessages, text);
+}
+
+/** Parses a message from svc-cloud; bad input is a {@link WireError} `signal-message`, returned. */
+export function parseSignalServerMessage(text: string): SignalServerMessage | WireError {
+  return parse(serverMessages, text);
+}
+
+const SERVER_TYPES = new Set([
+  'challenge',
+  'auth-ok',
+  'denied',
+  'heartbeat-ack',
+  'session-open',
+  'session-revoked',
+  'offer',
+  'robot-offline',
+  'error',
+]);
+
+function isServerType(type: string): boolean {
+  return SERVER_TYPES.has(type);
+}
+
+function parse<T>(schema: z.ZodType<T>, text: string): T | WireError {
+  if (text.length > MAX_SIGNAL_MESSAGE_BYTES) {
+    return new WireError('signal-message', `message longer than ${MAX_SIGNAL_MESSAGE_BYTES} bytes`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return new WireError('signal-message', 'message is not JSON');
+  }
+  const checked = schema.safeParse(value);
+  if (checked.success) return checked.data;
+  const type =
+    typeof value === 'object' && value !== null ? String((value as { type?: unknown }).type) : typeof value;
+  return new WireError('signal-message', `message "${type}" rejected: ${describe(checked.error)}`);
+}
+
+function describe(error: z.ZodError): string {
+  // A union reports one issue per branch; the deepest path names the field that is wrong.
+  const issues = error.issues.flatMap((issue) =>
+    issue.code === 'invalid_union' ? issue.errors.flat() : [issue],
+  );
+  const issue = issues.sort((a, b) => b.path.length - a.path.length)[0];
+  return `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`;
+}

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import {
+  encodeSignalMessage,
+  isRobotAuth,
+  MAX_SIGNAL_MESSAGE_BYTES,
+  parseSignalClientMessage,
+  parseSignalServerMessage,
+  robotChallengePayload,
+  type SignalClientMessage,
+  WireError,
+} from '../src/index.js';
+
+const key = 'A'.repeat(43);
+const sig = 'B'.repeat(86);
+const hash = 'ab'.repeat(32);
+
+function client(text: string): SignalClientMessage {
+  const parsed = parseSignalClientMessage(text);
+  if (parsed instanceof WireError) throw parsed;
+  return parsed;
+}
+
+describe('signalling v2 messages', () => {
+  it('tells a robot auth from a pilot auth', () => {
+    const robot = client(JSON.stringify({ type: 'auth', v: 2, robot_id: 'amr-7', public_key: key, sig }));
+    const pilot = client(JSON.stringify({ type: 'auth', v: 2, token: 'eyJ.x.y' }));
+    expect(robot.type === 'auth' && isRobotAuth(robot)).toBe(true);
+    expect(pilot.type === 'auth' && isRobotAuth(pilot)).toBe(false);
+  });
+
+  it('parses an announce with candidates, hashes, channels and sessions', () => {
+    const announce = {
+      type: 'announce',
+      candidates: [{ address: '192.0.2.7', port: 4433, family: 'ipv4', kind: 'host' }],
+      cert_hashes: [hash],
+      channels: [{ id: 1, name: 'front', kind: 'video', codec: 'avc1.42e01f' }],
+      max_sessions: 4,
+      relay: false,
+      sessions: [{ session_id: 's1', role: 'driver', sub: 'user:1' }],
+    };
+    expect(client(JSON.stringify(announce))).toEqual(announce);
+  });
+
+  it('names the field that is wrong', () => {
+    const bad = parseSignalClientMessage(
+      JSON.stringify({ type: 'auth', v: 2, robot_id: 'amr-7', public_key: 'short', sig }),
+    );
+    expect(bad).toBeInstanceOf(WireError);
+    expect((bad as WireError).code).toBe('signal-message');
+    expect((bad as WireError).message).toContain('public_key');
+  });
+
+  it('refuses JSON that is not an object of a known type, and oversized text', () => {
+    for (const text of ['not json', '42', '{"type":"launch"}', '{"type":"connect","robot_id":"../x"}']) {
+      expect(parseSignalClientMessage(text)).toBeInstanceOf(WireError);
+    }
+    const big = JSON.stringify({ type: 'heartbeat', pad: 'x'.repeat(MAX_SIGNAL_MESSAGE_BYTES) });
+    expect((parseSignalClientMessage(big) as WireError).message).toContain('longer than');
+  });
+
+  it('refuses unknown fields (strict objects), so typos do not pass silently', () => {
+    expect(parseSignalClientMessage('{"type":"heartbeat","tt":1}')).toBeInstanceOf(WireError);
+  });
+
+  it('round-trips server messages and refuses to encode an invalid one', () => {
+    const offer = {
+      type: 'offer' as const,
+      session_id: 's1',
+      robot_id: 'amr-7',
+      role: 'observer' as const,
+      candidates: [{ address: '::1', port: 4433, family: 'ipv6' as const, kind: 'host' as const }],
+      cert_hashes: [hash],
+      channels: [],
+      relay: false,
+    };
+    expect(parseSignalServerMessage(encodeSignalMessage(offer))).toEqual(offer);
+    expect(() => encodeSignalMessage({ ...offer, cert_hashes: ['nothex'] })).toThrow(TypeError);
+    expect(parseSignalServerMessage('{"type":"denied","reason":"because","message":""}')).toBeInstanceOf(
+      WireError,
+    );
+  });
+
+  it('signs a domain-separated payload that binds the nonce and the robot id', () => {
+    expect(new TextDecoder().decode(robotChallengePayload('n0nce', 'amr-7'))).toBe(
+      'svc-signal-v2:n0nce:amr-7',
+    );
+  });
+});
