@@ -1,22 +1,15 @@
-import { createSocket, type Socket } from 'node:dgram';
 import type { Logger } from '@svc/media';
 import { type AssembledFrame, Reassembler, WireError } from '@svc/wire';
 import type { CommandChannelConfig } from './config.js';
-import { ChannelError } from './sensor-channel.js';
 import type { SessionRole } from './session-registry.js';
+import { UdpSender } from './udp-sender.js';
 
 /** Largest command message (bytes, frame info excluded); the pilot SDK refuses longer ones. */
 export const MAX_COMMAND_BYTES = 16 * 1024;
 
-/** Longest a close waits for sends still in flight. */
-const DRAIN_LIMIT_MS = 2000;
-
-/** Send errors are logged at most this often per channel. */
-const SEND_ERROR_LOG_INTERVAL_MS = 60_000;
-
 /** Counters of a {@link CommandChannel}, over all sessions. */
 export interface CommandChannelStats {
-  /** Datagrams handed to the output socket. */
+  /** Datagrams the output socket sent. */
   written: number;
   /** Datagrams the socket reported as not sent. */
   sendErrors: number;
@@ -29,65 +22,35 @@ export interface CommandChannelStats {
  */
 export class CommandChannel {
   readonly config: CommandChannelConfig;
-  readonly stats: CommandChannelStats = { written: 0, sendErrors: 0 };
-  readonly #socket: Socket;
-  readonly #logger: Logger;
-  #lastErrorLogMs = Number.NEGATIVE_INFINITY;
-  #closed = false;
-  /** Sends not yet completed, and who waits for them to drain. */
-  #inFlight = 0;
-  #drained: (() => void) | undefined;
+  readonly #sender: UdpSender;
 
-  private constructor(config: CommandChannelConfig, socket: Socket, logger: Logger) {
+  private constructor(config: CommandChannelConfig, sender: UdpSender) {
     this.config = config;
-    this.#socket = socket;
-    this.#logger = logger;
+    this.#sender = sender;
   }
 
-  /** Opens the channel's sending socket (bound to an ephemeral port of the output's family). */
+  /** Opens the channel's sending socket (an ephemeral port of the output's family). */
   static async open(config: CommandChannelConfig, logger: Logger): Promise<CommandChannel> {
-    const socket = createSocket(config.address.host.includes(':') ? 'udp6' : 'udp4');
-    try {
-      await new Promise<void>((resolve, reject) => {
-        socket.once('error', reject);
-        socket.bind(0, () => {
-          socket.off('error', reject);
-          resolve();
-        });
-      });
-    } catch (err) {
-      socket.close();
-      throw new ChannelError(
-        'bind-failed',
-        `command channel "${config.name}": cannot open a UDP socket to send to ${config.output}: ${(err as Error).message}`,
-        { cause: err },
-      );
-    }
-    const channel = new CommandChannel(config, socket, logger);
-    socket.on('error', (err) => channel.#sendFailed(err));
-    socket.unref();
+    const sender = await UdpSender.open({
+      address: config.address,
+      logger,
+      what: `command channel "${config.name}"`,
+    });
     logger.info(
       { channel: config.name, id: config.id, output: `${config.address.host}:${config.address.port}` },
       'command channel ready',
     );
-    return channel;
+    return new CommandChannel(config, sender);
+  }
+
+  /** Counters over all sessions. */
+  get stats(): CommandChannelStats {
+    return { written: this.#sender.stats.sent, sendErrors: this.#sender.stats.sendErrors };
   }
 
   /** Writes one command as one datagram; returns `false` once the channel is closed. */
   write(message: Uint8Array): boolean {
-    if (this.#closed) return false;
-    this.stats.written++;
-    this.#inFlight++;
-    try {
-      this.#socket.send(message, this.config.address.port, this.config.address.host, (err) => {
-        if (err) this.#sendFailed(err);
-        this.#settled();
-      });
-    } catch (err) {
-      this.#sendFailed(err as Error);
-      this.#settled();
-    }
-    return true;
+    return this.#sender.send(message);
   }
 
   /** A per-session receiver of this channel's command datagrams. */
@@ -95,29 +58,9 @@ export class CommandChannel {
     return new CommandInbox(this, role);
   }
 
-  /** Closes the socket. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await drainSends(this.#inFlight, (resolve) => {
-      this.#drained = resolve;
-    });
-    await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
-  }
-
-  #settled(): void {
-    if (--this.#inFlight === 0) this.#drained?.();
-  }
-
-  #sendFailed(err: Error): void {
-    this.stats.sendErrors++;
-    const now = Date.now();
-    if (now - this.#lastErrorLogMs < SEND_ERROR_LOG_INTERVAL_MS) return;
-    this.#lastErrorLogMs = now;
-    this.#logger.warn(
-      { channel: this.config.name, err: err.message, errors: this.stats.sendErrors },
-      'cannot send a command datagram (logged at most once a minute)',
-    );
+  /** Lets the commands in flight go out, then closes the socket. */
+  close(): Promise<void> {
+    return this.#sender.close();
   }
 }
 
@@ -185,21 +128,4 @@ export class CommandInbox {
     }
     if (this.#channel.write(frame.data)) this.stats.commands_sent++;
   }
-}
-
-/**
- * Waits for `inFlight` sends to complete (the last `session ended` or command of a shutdown is
- * still delivered), at most {@link DRAIN_LIMIT_MS} in case an address lookup hangs. Shared with
- * the publisher-control socket; not part of the package's surface.
- */
-export function drainSends(inFlight: number, register: (resolve: () => void) => void): Promise<void> {
-  if (inFlight === 0) return Promise.resolve();
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, DRAIN_LIMIT_MS);
-    timer.unref();
-    register(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }

@@ -1,14 +1,9 @@
-import { createSocket, type Socket } from 'node:dgram';
 import type { Logger } from '@svc/media';
 import type { QosProfile } from '@svc/qos';
 import { encodePublisherControl, type PublisherControlMessage, type VideoConfigMessage } from '@svc/wire';
-import { drainSends } from './command-channel.js';
 import type { UdpAddress, VideoChannelConfig } from './config.js';
-import { ChannelError } from './sensor-channel.js';
 import type { SessionEvent, SessionRegistry } from './session-registry.js';
-
-/** Send errors are logged at most this often. */
-const SEND_ERROR_LOG_INTERVAL_MS = 60_000;
+import { UdpSender } from './udp-sender.js';
 
 /** Options of {@link PublisherControl.open}. */
 export interface PublisherControlOptions {
@@ -59,63 +54,33 @@ export function videoConfigFor(
  */
 export class PublisherControl {
   readonly address: UdpAddress;
-  readonly stats: PublisherControlStats = { sent: 0, sendErrors: 0 };
-  readonly #socket: Socket;
-  readonly #logger: Logger;
-  readonly #now: () => number;
-  #lastErrorLogMs = Number.NEGATIVE_INFINITY;
-  #closed = false;
-  /** Sends not yet completed, and who waits for them to drain. */
-  #inFlight = 0;
-  #drained: (() => void) | undefined;
+  readonly #sender: UdpSender;
 
-  private constructor(options: PublisherControlOptions, socket: Socket) {
-    this.address = options.address;
-    this.#logger = options.logger;
-    this.#now = options.now ?? Date.now;
-    this.#socket = socket;
-    socket.on('error', (err) => this.#failed(err));
+  private constructor(address: UdpAddress, sender: UdpSender) {
+    this.address = address;
+    this.#sender = sender;
   }
 
-  /** Opens the sending socket. Rejects with {@link ChannelError} when no socket can be bound. */
+  /** Opens the sending socket. Rejects with `ChannelError` `bind-failed` when none can be bound. */
   static async open(options: PublisherControlOptions): Promise<PublisherControl> {
-    const socket = createSocket(options.address.host.includes(':') ? 'udp6' : 'udp4');
-    try {
-      await new Promise<void>((resolve, reject) => {
-        socket.once('error', reject);
-        socket.bind(0, () => {
-          socket.off('error', reject);
-          resolve();
-        });
-      });
-    } catch (err) {
-      socket.close();
-      throw new ChannelError(
-        'bind-failed',
-        `publisher control: cannot open a UDP socket to send to ${options.address.host}:${options.address.port}: ${(err as Error).message}`,
-        { cause: err },
-      );
-    }
-    socket.unref();
+    const sender = await UdpSender.open({
+      address: options.address,
+      logger: options.logger,
+      what: 'publisher control',
+      ...(options.now !== undefined && { now: options.now }),
+    });
     options.logger.info({ to: `${options.address.host}:${options.address.port}` }, 'publisher control ready');
-    return new PublisherControl(options, socket);
+    return new PublisherControl(options.address, sender);
+  }
+
+  /** Datagrams sent and send errors. */
+  get stats(): PublisherControlStats {
+    return { ...this.#sender.stats };
   }
 
   /** Sends one datagram, best effort. */
   send(message: PublisherControlMessage): void {
-    if (this.#closed) return;
-    const bytes = encodePublisherControl(message);
-    this.#inFlight++;
-    try {
-      this.#socket.send(bytes, this.address.port, this.address.host, (err) => {
-        if (err) this.#failed(err);
-        else this.stats.sent++;
-        this.#settled();
-      });
-    } catch (err) {
-      this.#failed(err as Error);
-      this.#settled();
-    }
+    this.#sender.send(encodePublisherControl(message));
   }
 
   /** Sends every video channel's `video-config` with reason `profile` (at start). */
@@ -141,28 +106,8 @@ export class PublisherControl {
     };
   }
 
-  /** Closes the socket; later sends are ignored. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await drainSends(this.#inFlight, (resolve) => {
-      this.#drained = resolve;
-    });
-    await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
-  }
-
-  #settled(): void {
-    if (--this.#inFlight === 0) this.#drained?.();
-  }
-
-  #failed(err: Error): void {
-    this.stats.sendErrors++;
-    const now = this.#now();
-    if (now - this.#lastErrorLogMs < SEND_ERROR_LOG_INTERVAL_MS) return;
-    this.#lastErrorLogMs = now;
-    this.#logger.warn(
-      { to: `${this.address.host}:${this.address.port}`, err: err.message, errors: this.stats.sendErrors },
-      'cannot send a publisher-control datagram (logged at most once a minute)',
-    );
+  /** Lets the datagrams in flight go out, then closes the socket; later sends are ignored. */
+  close(): Promise<void> {
+    return this.#sender.close();
   }
 }
