@@ -4,8 +4,9 @@
  * (signalling v2) and heartbeats.
  *
  * - robots connected and authenticated, the server's RSS and the RSS per robot;
- * - reconnect storm: the server is stopped and started again; the time from its listening again to
- *   every robot re-authenticated (and from the restart command);
+ * - reconnect storm: the server is stopped and started again, then every robot reconnects at once
+ *   (within the daemon's first backoff step, 0 to 500 ms); the time from then to every robot
+ *   re-authenticated, and the server's CPU time per robot;
  * - pilot session tokens minted per second through `POST /api/v1/session-tokens` with an API key
  *   (autocannon), with the fleet still connected.
  *
@@ -36,7 +37,7 @@ const STALL_MS = 30_000;
 
 interface FleetWorker {
   readonly child: ChildProcess;
-  progress: { authenticated: number; online: number; closes: number };
+  progress: { authenticated: number; online: number; closes: number; connecting: number; waiting: number };
 }
 
 export const suite: BenchSuite = {
@@ -69,7 +70,7 @@ export const suite: BenchSuite = {
       for (let w = 0; w < WORKERS; w++) {
         const first = Math.floor((ROBOTS * w) / WORKERS);
         const count = Math.floor((ROBOTS * (w + 1)) / WORKERS) - first;
-        workers.push(await startFleet(`ws://127.0.0.1:${port}/ws`, first, count, `127.0.0.${2 + w}`));
+        workers.push(await startFleet(`ws://127.0.0.1:${port}/ws`, first, count, `127.${10 + w}`));
       }
       const connectStart = performance.now();
       for (const worker of workers) worker.child.send({ start: true });
@@ -104,8 +105,16 @@ export const suite: BenchSuite = {
       const listeningBefore = performance.now();
       await start();
       const listeningAt = performance.now();
-      const back = await waitFor(() => sum(workers, 'authenticated') - before, held);
+      const cpuAtListen = await cpuSeconds(server!.pid!);
+      for (const worker of workers) worker.child.send({ reconnect: true });
+      const back = await waitFor(
+        () => sum(workers, 'authenticated') - before,
+        held,
+        () =>
+          `connecting ${sum(workers, 'connecting')} waiting ${sum(workers, 'waiting')} closes ${sum(workers, 'closes')}`,
+      );
       const doneAt = performance.now();
+      const stormCpu = (await cpuSeconds(server!.pid!)) - cpuAtListen;
       report({
         name: `reconnect storm: ${back} robots re-authenticated after svc-cloud listens again`,
         value: (doneAt - listeningAt) / 1000,
@@ -115,7 +124,14 @@ export const suite: BenchSuite = {
           fromRestartS: (doneAt - restartAt) / 1000,
           serverStopS: (listeningBefore - restartAt) / 1000,
           serverStartS: (listeningAt - listeningBefore) / 1000,
+          serverCpuS: stormCpu,
         },
+      });
+      report({
+        name: 'reconnect storm: svc-cloud CPU time per robot re-authenticated',
+        value: (stormCpu * 1000) / Math.max(back, 1),
+        unit: 'ms',
+        better: 'lower',
       });
 
       const minted = await autocannon({
@@ -184,7 +200,12 @@ async function seed(dataDir: string): Promise<string> {
 }
 
 function startServer(dataDir: string, port: number): ChildProcess {
-  const child = spawn(path.join(root, 'packages/cloud/bin/svc-cloud'), [], {
+  // What packages/cloud/bin/svc-cloud runs, with room for node flags when profiling the server
+  // (`SVC_BENCH_CLOUD_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof"`).
+  const flags = (process.env.SVC_BENCH_CLOUD_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+  const cli = path.join(root, 'packages/cloud/src/cli.ts');
+  const child = spawn(process.execPath, [...flags, '--conditions=source', '--import', 'tsx', cli], {
+    cwd: root,
     env: {
       ...process.env,
       SVC_DATA_DIR: dataDir,
@@ -225,17 +246,20 @@ async function startFleet(
   url: string,
   first: number,
   count: number,
-  localAddress: string,
+  addressPrefix: string,
 ): Promise<FleetWorker> {
   const child = fork(
     path.join(root, 'bench/workers/signal-robots.ts'),
-    [url, String(first), String(count), localAddress],
+    [url, String(first), String(count), addressPrefix],
     {
       execArgv: ['--conditions=source', '--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     },
   );
-  const worker: FleetWorker = { child, progress: { authenticated: 0, online: 0, closes: 0 } };
+  const worker: FleetWorker = {
+    child,
+    progress: { authenticated: 0, online: 0, closes: 0, connecting: 0, waiting: 0 },
+  };
   await new Promise<void>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`robot fleet process exited with ${code}`)));
     child.on(
@@ -254,11 +278,12 @@ function sum(workers: readonly FleetWorker[], field: keyof FleetWorker['progress
 }
 
 /** Waits until `count()` reaches `target`, or stops moving for {@link STALL_MS}; returns the count. */
-async function waitFor(count: () => number, target: number): Promise<number> {
+async function waitFor(count: () => number, target: number, detail?: () => string): Promise<number> {
   let last = -1;
   let movedAt = performance.now();
   for (;;) {
     const now = count();
+    if (process.env.SVC_BENCH_VERBOSE === '1') console.error(`  ... ${now} of ${target} ${detail?.() ?? ''}`);
     if (now >= target) return now;
     if (now !== last) {
       last = now;
@@ -270,8 +295,15 @@ async function waitFor(count: () => number, target: number): Promise<number> {
   }
 }
 
+/** User and system CPU time the process has used, seconds (`/proc/<pid>/stat`, clock ticks of 10 ms). */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 async function rssBytes(pid: number): Promise<number> {
-  // The bin script execs node, so the pid is the server's.
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
   return Number(kb) * 1024;

@@ -19,6 +19,13 @@ export interface RunningCloud {
   close(): Promise<void>;
 }
 
+/**
+ * Connections the kernel may hold for `accept` (capped by `net.core.somaxconn`). Node's default of
+ * 511 overflows when a fleet reconnects at once after a restart: dropped SYNs are retried by the
+ * robots' kernels after 1, 3, 7 s, which stretches a reconnect storm many times over.
+ */
+const LISTEN_BACKLOG = 4096;
+
 /** Test users of the embedded development provider's login page. */
 export const DEV_USERS = [
   {
@@ -139,7 +146,7 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
   let address: string;
   try {
     await sessionKeys.start();
-    address = await app.listen({ host: config.host, port: config.port });
+    address = await app.listen({ host: config.host, port: config.port, backlog: LISTEN_BACKLOG });
   } catch (err) {
     await app.close();
     await sessionKeys.close();
