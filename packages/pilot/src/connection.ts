@@ -281,6 +281,12 @@ export class PilotConnection {
         this.#setState('denied', message.reason);
         this.#transport?.close({ closeCode: 1, reason: 'denied' });
         return;
+      case 'bye':
+        // The robot ends the session (revoked, or shutting down): close now rather than wait for
+        // its close; the session loop reconnects if it should.
+        this.#setState('reconnecting', message.reason ?? 'the robot ended the session');
+        this.#transport?.close({ closeCode: 0, reason: 'bye' });
+        return;
       case 'agent-stats':
         this.#robotStats = message.channels;
         return;

@@ -45,12 +45,13 @@ export interface PilotSessionOptions {
   /** Clock in ms, the clock of the chunk sender timestamps (default {@link daemonClockMs}). */
   readonly now?: () => number;
   /**
-   * How long a denied session stays open after `denied` was written, in ms (default 0: closed at
-   * once). A browser drops what it has not yet read of a stream when the session closes, and the
-   * close travels on another stream than the control line, so an immediate close can swallow the
-   * reason; the pilot closes the session itself on reading `denied`, this is the bound.
+   * How long a session the robot ends (`denied`, or `bye` on revocation) stays open after the
+   * reason was written, in ms (default 0: closed at once). A browser drops what it has not yet
+   * read of a stream when the session closes, and the close travels on another stream than the
+   * control line, so an immediate close can swallow the reason; the pilot closes the session
+   * itself on reading it, this is the bound. Media and commands stop at once.
    */
-  readonly deniedCloseDelayMs?: number;
+  readonly closeGraceMs?: number;
 }
 
 /** Session-wide datagram counters, reported in `agent-stats` under channel key `"0"`. */
@@ -109,7 +110,7 @@ export class PilotSession {
   #ended = false;
   #open: OpenSession | undefined;
   #statsTimer: ReturnType<typeof setInterval> | undefined;
-  #deniedTimer: ReturnType<typeof setTimeout> | undefined;
+  #closeTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: PilotSessionOptions) {
     this.#options = options;
@@ -240,47 +241,36 @@ export class PilotSession {
   #deny(reason: string): void {
     if (this.#session.closed) return;
     this.#options.logger.info({ session: this.#session.id, reason }, 'pilot session denied');
-    this.#send({ type: 'denied', reason: reason.slice(0, MAX_REASON_CHARS) });
-    const delay = this.#options.deniedCloseDelayMs ?? 0;
-    if (delay <= 0) {
-      this.#session.close(1, 'denied');
-      return;
-    }
-    if (this.#deniedTimer !== undefined) return;
-    this.#deniedTimer = setTimeout(() => this.#session.close(1, 'denied'), delay);
-    this.#deniedTimer.unref?.();
+    this.#endWith({ type: 'denied', reason: reason.slice(0, MAX_REASON_CHARS) }, 1, 'denied');
   }
 
   #revoked(reason: string): void {
     if (this.#session.closed) return;
     this.#options.logger.info({ session: this.#session.id, reason }, 'pilot session revoked');
-    this.#send({ type: 'bye', reason: reason.slice(0, MAX_REASON_CHARS) });
-    this.#session.close(0, reason);
+    this.#endWith({ type: 'bye', reason: reason.slice(0, MAX_REASON_CHARS) }, 0, reason);
+  }
+
+  /** Writes why the robot ends the session, stops media and commands, and closes after the grace. */
+  #endWith(message: ControlMessage, code: number, closeReason: string): void {
+    if (this.#closeTimer !== undefined) return;
+    this.#send(message);
+    this.#inboxes.clear();
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
+    const delay = this.#options.closeGraceMs ?? 0;
+    if (delay <= 0) {
+      this.#session.close(code, closeReason);
+      return;
+    }
+    this.#closeTimer = setTimeout(() => this.#session.close(code, closeReason), delay);
+    this.#closeTimer.unref?.();
   }
 
   #welcome(open: OpenSession, grant: AcceptedGrant): void {
     this.#welcomed = true;
     const { sensors = [], commands = [] } = this.#options;
-    const channels: ControlChannel[] = [
-      ...this.#options.channels.map((c) => ({
-        id: c.config.id,
-        name: c.config.name,
-        kind: 'video' as const,
-        codec: c.config.codec,
-      })),
-      ...sensors.map((c) => ({
-        id: c.config.id,
-        name: c.config.name,
-        kind: 'sensor' as const,
-        codec: c.config.codec,
-      })),
-      ...commands.map((c) => ({
-        id: c.config.id,
-        name: c.config.name,
-        kind: 'command' as const,
-        codec: c.config.codec,
-      })),
-    ].sort((a, b) => a.id - b.id);
+    const channels: ControlChannel[] = [...this.#options.channels, ...sensors, ...commands]
+      .map(({ config }) => ({ id: config.id, name: config.name, kind: config.kind, codec: config.codec }))
+      .sort((a, b) => a.id - b.id);
     this.#send({
       type: 'welcome',
       session_id: open.sessionId,
@@ -388,7 +378,7 @@ export class PilotSession {
     this.#ended = true;
     if (this.#open !== undefined) this.#options.registry.end(this.#open.sessionId, reason || 'closed');
     clearInterval(this.#statsTimer);
-    clearTimeout(this.#deniedTimer);
+    clearTimeout(this.#closeTimer);
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     this.#queue.close();
   }

@@ -43,8 +43,8 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
-/** How long a denied pilot session may stay open for the pilot to read why (it closes it itself then). */
-const DENIED_CLOSE_DELAY_MS = 2_000;
+/** How long a session the robot ends may stay open for the pilot to read why (it closes it itself then). */
+const CLOSE_GRACE_MS = 2_000;
 
 /** Development mode's stand-in verifier: any token drives (one token id per `hello`). */
 export const acceptAnyTokenForDevelopment: AuthorizeSession = async (hello) => ({
@@ -152,7 +152,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
         authorize,
         profile,
         logger,
-        deniedCloseDelayMs: DENIED_CLOSE_DELAY_MS,
+        closeGraceMs: CLOSE_GRACE_MS,
       });
     },
   });
