@@ -3,7 +3,7 @@ import { PilotConnection } from '@svc/pilot';
 import { seqDiff32, wrapU32 } from '@svc/wire';
 
 export interface PathSample {
-  /** Connect to first painted frame, ms. */
+  /** Connect (asking svc-cloud for the offer) to first painted frame, ms. */
   readonly connectToFirstPaintMs: number | null;
   /**
    * Per frame, ms (one clock: the machine's): the send of the datagram that completed it →
@@ -20,8 +20,16 @@ export interface PathSample {
 
 const epochMs = () => performance.timeOrigin + performance.now();
 
-/** Connects with presentation delay 0, watches for `seconds` after connecting, reports. */
-export async function measurePath(url: string, hash: string, seconds: number): Promise<PathSample> {
+/**
+ * Asks svc-cloud for an offer and connects with presentation delay 0, watches for `seconds` after
+ * connecting, reports.
+ */
+export async function measurePath(
+  signalUrl: string,
+  robotId: string,
+  token: string,
+  seconds: number,
+): Promise<PathSample> {
   const sendToAssembledMs: number[] = [];
   const firstSendToAssembledMs: number[] = [];
   const paints: [number, number][] = [];
@@ -30,9 +38,9 @@ export async function measurePath(url: string, hash: string, seconds: number): P
   const area = document.createElement('div');
   document.body.append(area);
   const connection = PilotConnection.connect({
-    url,
-    certificateHashes: [hash],
-    token: 'bench',
+    signalUrl,
+    robotId,
+    token,
     container: area,
     presentationDelayMs: 0,
     onFrame: (_channel, frame) => {

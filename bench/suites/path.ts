@@ -1,8 +1,9 @@
 /**
  * Path suite: the direct path on loopback with real processes and Chromium. Camera RTP (real
- * ffmpeg output, replayed at 30 fps by this process) → a real `svcd --dev` → WebTransport →
- * the pilot SDK in headless Chromium with presentation delay 0. One clock: the machine's wall
- * clock read with sub-millisecond resolution in every process.
+ * ffmpeg output, replayed at 30 fps by this process) → a real `svcd`, enrolled with a real
+ * svc-cloud → WebTransport → the pilot SDK in headless Chromium, which gets the robot's address
+ * from a signalling offer, with presentation delay 0. One clock: the machine's wall clock read
+ * with sub-millisecond resolution in every process.
  */
 import { spawn } from 'node:child_process';
 import dgram from 'node:dgram';
@@ -10,7 +11,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ChromiumSession, freeUdpPort } from '@svc/testkit';
+import { ChromiumSession, type CloudProcess, freeUdpPort, startCloudProcess } from '@svc/testkit';
 import { wrapU32 } from '@svc/wire';
 import { captureRtp } from '../capture.js';
 import { percentile } from '../stats.js';
@@ -53,10 +54,12 @@ export const suite: BenchSuite = {
   async run(report) {
     const packets = await captureRtp({ ...CAPTURE, encoder: ENCODER, payloadType: '96' });
     const chromium = await ChromiumSession.open();
+    const cloud = await startCloudProcess();
     try {
-      for (const pilots of [1, 4]) await measure(pilots, packets, chromium, report);
+      for (const pilots of [1, 4]) await measure(pilots, packets, chromium, cloud, report);
     } finally {
       await chromium.close();
+      await cloud.stop();
     }
   },
 };
@@ -65,16 +68,18 @@ async function measure(
   pilots: number,
   packets: Uint8Array[],
   chromium: ChromiumSession,
+  cloud: CloudProcess,
   report: (r: BenchResult) => void,
 ): Promise<void> {
   const rtpPort = await freeUdpPort();
-  const daemon = await startDaemon(rtpPort);
+  const daemon = await startDaemon(cloud, `bench-${pilots}`, rtpPort);
   try {
-    const watching = Array.from({ length: pilots }, () =>
+    const tokens = await Promise.all(Array.from({ length: pilots }, () => daemon.sessionToken()));
+    const watching = tokens.map((token) =>
       chromium.run<PathSample>({
         entry: page,
         exportName: 'measurePath',
-        args: [daemon.url, daemon.hash, FRAMES / FPS + 2],
+        args: [cloud.signalUrl, daemon.robotId, token, FRAMES / FPS + 2],
         timeoutMs: 60_000,
       }),
     );
@@ -149,7 +154,9 @@ async function measure(
       value: sample.connectToFirstPaintMs ?? Number.NaN,
       unit: 'ms',
       better: 'lower',
-      params: { note: "waits for the source's next keyframe (GOP 2 s) without publisher control" },
+      params: {
+        note: "from asking svc-cloud for the offer; waits for the source's next keyframe (GOP 2 s) without publisher control",
+      },
     });
   } finally {
     await daemon.stop();
@@ -195,16 +202,28 @@ async function cpuTicks(pid: number): Promise<number> {
   return Number(fields[11]) + Number(fields[12]); // utime + stime
 }
 
-async function startDaemon(rtpPort: number) {
+/**
+ * Enrols robot `robotId` in alice's org of `cloud` and starts its daemon with one video channel on
+ * `rtpPort`; resolves once the robot is online in signalling.
+ */
+async function startDaemon(cloud: CloudProcess, robotId: string, rtpPort: number) {
+  const alice = await cloud.signIn('dev-alice');
+  const call = async (method: string, url: string, body: unknown, what: string) => {
+    const answer = await cloud.call(method, url, { token: alice.accessToken, body });
+    if (answer.status !== 201) throw new Error(`${what}: ${answer.status} ${JSON.stringify(answer.body)}`);
+    return answer.body as { token: string };
+  };
+  const enrolment = await call('POST', `/api/v1/orgs/${alice.orgId}/enrolment-tokens`, {}, 'enrolment token');
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-bench-path-'));
   const config = path.join(dir, 'svcd.toml');
   await writeFile(
     config,
-    `[agent]\nrobot_id = "bench"\nsignal_url = "ws://localhost/ws"\ncredential_path = "${path.join(dir, 'credential')}"\nquic_port = ${await freeUdpPort()}\nmax_sessions = 8\n` +
+    `[agent]\nrobot_id = "${robotId}"\nsignal_url = "${cloud.signalUrl}"\ncredential_path = "${path.join(dir, 'credential')}"\nquic_port = ${await freeUdpPort()}\nmax_sessions = 8\n` +
       `[[channel]]\nkind = "video"\nname = "front"\ninput = "rtp://127.0.0.1:${rtpPort}"\ncodec = "avc1.42c01f"\nfps = ${FPS}\n`,
   );
-  const child = spawn(svcd, ['--config', config, '--dev', '--host', '127.0.0.1'], {
+  const child = spawn(svcd, ['--config', config, '--host', '127.0.0.1'], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, SVC_ENROLMENT_TOKEN: enrolment.token },
   });
   let log = '';
   const listeners: (() => void)[] = [];
@@ -223,13 +242,13 @@ async function startDaemon(rtpPort: number) {
       };
       check();
     });
-  await waitForLog('dev: pilot URL');
-  const [, url, hash] = /dev: pilot URL (\S+) certificate sha-256 ([0-9a-f]{64})/.exec(log)!;
+  await waitForLog('signalling online');
   return {
-    url: url!,
-    hash: hash!,
+    robotId,
     pid: child.pid!,
     waitForLog,
+    sessionToken: async () =>
+      (await call('POST', '/api/v1/session-tokens', { robotId, scope: 'observe' }, 'session token')).token,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((resolve) => child.once('exit', resolve));

@@ -5,47 +5,61 @@ import type { FastifyInstance } from 'fastify';
 
 /** Path the console is served under. */
 export const CONSOLE_PATH = '/console';
+/** Path the plain pilot page is served under. */
+export const PILOT_PATH = '/pilot';
+
+const security = {
+  'content-security-policy':
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; connect-src *; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
 
 /**
- * Serves the console: its page at `/console/` and its script, bundled from `@svc/console`'s
- * TypeScript source once, on first request.
+ * Serves the console (`/console/`) and the plain pilot page (`/pilot/`): each an HTML page and a
+ * script bundled from `@svc/console`'s TypeScript source once, on first request.
  */
 export function consoleRoutes(app: FastifyInstance): void {
+  page(app, CONSOLE_PATH, '@svc/console/index.html', 'app.js', '@svc/console/app');
+  page(app, PILOT_PATH, '@svc/console/pilot.html', 'pilot.js', '@svc/console/pilot');
+}
+
+/** Bundles `specifier` for the browser (the workspace's TypeScript sources, minified). */
+async function bundle(specifier: string): Promise<string> {
+  const result = await build({
+    entryPoints: [fileURLToPath(import.meta.resolve(specifier))],
+    bundle: true,
+    format: 'esm',
+    target: 'es2022',
+    conditions: ['source'],
+    minify: true,
+    write: false,
+    logLevel: 'silent',
+  });
+  return result.outputFiles[0]!.text;
+}
+
+/** One page at `<base>/` with its script at `<base>/<scriptName>`. */
+function page(
+  app: FastifyInstance,
+  base: string,
+  htmlSpecifier: string,
+  scriptName: string,
+  scriptSpecifier: string,
+): void {
   let script: Promise<string> | undefined;
-  let page: Promise<string> | undefined;
-  const bundle = async (): Promise<string> => {
-    const entry = fileURLToPath(import.meta.resolve('@svc/console/app'));
-    const result = await build({
-      entryPoints: [entry],
-      bundle: true,
-      format: 'esm',
-      target: 'es2022',
-      minify: true,
-      write: false,
-      logLevel: 'silent',
-    });
-    return result.outputFiles[0]!.text;
-  };
-  const html = () => readFile(fileURLToPath(import.meta.resolve('@svc/console/index.html')), 'utf8');
-  const security = {
-    'content-security-policy':
-      "default-src 'self'; style-src 'self' 'unsafe-inline'; connect-src *; frame-ancestors 'none'",
-    'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
-  };
-  app.get(CONSOLE_PATH, { schema: { hide: true } }, async (_request, reply) =>
-    reply.redirect(`${CONSOLE_PATH}/`),
-  );
-  app.get(`${CONSOLE_PATH}/`, { schema: { hide: true } }, async (_request, reply) => {
-    page ??= html();
+  let html: Promise<string> | undefined;
+  app.get(base, { schema: { hide: true } }, async (_request, reply) => reply.redirect(`${base}/`));
+  app.get(`${base}/`, { schema: { hide: true } }, async (_request, reply) => {
+    html ??= readFile(fileURLToPath(import.meta.resolve(htmlSpecifier)), 'utf8');
     return reply
       .headers({ ...security, 'cache-control': 'no-store' })
       .type('text/html; charset=utf-8')
-      .send(await page);
+      .send(await html);
   });
-  app.get(`${CONSOLE_PATH}/app.js`, { schema: { hide: true } }, async (_request, reply) => {
+  app.get(`${base}/${scriptName}`, { schema: { hide: true } }, async (_request, reply) => {
     if (script === undefined) {
-      script = bundle();
+      script = bundle(scriptSpecifier);
       // A failed bundle is tried again on the next request.
       script.catch(() => {
         script = undefined;

@@ -12,34 +12,61 @@ import {
   wrapU32,
 } from '@svc/wire';
 import { reportListenerError } from './listener.js';
+import { OfferError, type RobotOffer, requestOffer } from './signalling.js';
 import { type PlayerPaintReport, VideoChannelPlayer } from './video/player.js';
 import type { VideoStatsSnapshot } from './video/stats.js';
 
-/** How to reach a robot directly. Until signalling exists, the daemon prints both in dev mode. */
-export interface DirectConnectOptions {
-  /** `https://<robot>:<quic_port>/` */
-  readonly url: string;
-  /** SHA-256 of the robot's certificate, hex (what `serverCertificateHashes` pins). */
+/** A pilot session token, or a function that gets a current one (called before every attempt). */
+export type PilotToken = string | (() => string | Promise<string>);
+
+/**
+ * How to reach a robot as an offer gives it: candidate URLs in the robot's order of preference,
+ * its certificate hashes, and the session id the signalling server assigned.
+ */
+export interface RobotAddress {
+  /** `https://<address>:<quic_port>/` per candidate. */
+  readonly urls: readonly string[];
+  /** SHA-256 of the robot's certificates, hex (what `serverCertificateHashes` pins). */
   readonly certificateHashes: readonly string[];
-  /** Pilot session token for `hello`. */
-  readonly token: string;
-  /** Session id from the signalling server's offer, sent in `hello` (the robot matches it). */
+  /** Session id from the offer, sent in `hello` (the robot matches it with the server's notice). */
   readonly sessionId?: string;
+}
+
+/** Where the robot's address comes from. */
+export type RobotAddressSource =
+  | {
+      /** `wss://<host>/ws` of svc-cloud: an offer is asked for before every attempt. */
+      readonly signalUrl: string;
+      readonly robotId: string;
+    }
+  | {
+      /** An offer received earlier (for example while svc-cloud is unreachable): used as it is. */
+      readonly offer: RobotAddress;
+    };
+
+/** Options of {@link PilotConnection.connect}. */
+export type PilotConnectOptions = RobotAddressSource & {
+  /** Pilot session token for signalling and `hello` (`POST /api/v1/session-tokens`). */
+  readonly token: PilotToken;
   /** Where the channels' videos go: one child element per video channel. */
   readonly container: HTMLElement;
   /** Overrides the profile's presentation delay (0 paints as soon as decoded). */
   readonly presentationDelayMs?: number;
-  /** Reconnect after the session drops (default true), with backoff. */
+  /** Reconnect after the session drops (default true), with backoff and a fresh offer. */
   readonly reconnect?: boolean;
+  /** How long to wait for a candidate before also trying the next one (default 250 ms). */
+  readonly candidateStaggerMs?: number;
   /** Connection state changes. */
   readonly onState?: (state: PilotConnectionState, detail?: string) => void;
+  /** Every offer svc-cloud made (once per attempt). */
+  readonly onOffer?: (offer: RobotOffer) => void;
   /** Every whole frame, as the reassembler hands it over (before decoding). */
   readonly onFrame?: (channel: number, frame: AssembledFrame) => void;
   /** Every painted frame. */
   readonly onPaint?: (channel: number, report: PlayerPaintReport) => void;
   /** Every sensor message, whole (one UDP datagram the robot received), with its channel's id and name. */
   readonly onSensor?: (channel: number, bytes: Uint8Array, name: string) => void;
-}
+};
 
 /**
  * Longest command {@link PilotConnection.sendCommand} takes (bytes; a string counts as its UTF-8
@@ -86,13 +113,22 @@ const KEYFRAME_REQUEST_INTERVAL_MS = 250;
 const PING_INTERVAL_MS = 1000;
 const TICK_INTERVAL_MS = 20;
 
+/** Default wait for a candidate before the next one is tried as well (Happy Eyeballs style). */
+const CANDIDATE_STAGGER_MS = 250;
+
+/** A refusal that ends the connection: reconnecting with the same token cannot help. */
+class Refusal extends Error {}
+
 /**
- * A pilot's direct session with one robot: WebTransport pinned to the robot's certificate hash,
- * the control-stream handshake, one reassembler and player per video channel, clock-offset pings,
- * keyframe requests, and reconnection after the robot restarts or the link drops.
+ * A pilot's session with one robot: an offer from svc-cloud's signalling (or one given), the
+ * robot's candidates raced, WebTransport pinned to the robot's certificate hashes, the
+ * control-stream handshake, one reassembler and player per video channel, clock-offset pings,
+ * keyframe requests, and reconnection (with a fresh offer) after the robot restarts or the link
+ * drops.
  */
 export class PilotConnection {
-  readonly #options: DirectConnectOptions;
+  readonly #options: PilotConnectOptions;
+  #offer: RobotOffer | undefined;
   #state: PilotConnectionState = 'connecting';
   #transport: WebTransport | undefined;
   #writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
@@ -112,12 +148,12 @@ export class PilotConnection {
   #lastStats: Record<string, VideoStatsSnapshot & { reassembler: Reassembler['stats'] }> = {};
   #robotStats: Record<string, Record<string, number>> = {};
 
-  private constructor(options: DirectConnectOptions) {
+  private constructor(options: PilotConnectOptions) {
     this.#options = options;
   }
 
   /** Connects and keeps the connection up until {@link close}. */
-  static connect(options: DirectConnectOptions): PilotConnection {
+  static connect(options: PilotConnectOptions): PilotConnection {
     const connection = new PilotConnection(options);
     void connection.#run();
     return connection;
@@ -125,6 +161,11 @@ export class PilotConnection {
 
   get state(): PilotConnectionState {
     return this.#state;
+  }
+
+  /** The latest offer from svc-cloud (`undefined` with a given offer, or before the first). */
+  get offer(): RobotOffer | undefined {
+    return this.#offer;
   }
 
   /** This session's role from `welcome` (`undefined` while not connected). */
@@ -203,7 +244,8 @@ export class PilotConnection {
       try {
         await this.#session();
       } catch (err) {
-        this.#setState('reconnecting', String(err));
+        if (err instanceof Refusal) this.#setState('denied', err.message);
+        else this.#setState('reconnecting', err instanceof Error ? err.message : String(err));
       }
       this.#teardown();
       if (this.#closed || this.#options.reconnect === false || this.#state === 'denied') break;
@@ -216,18 +258,23 @@ export class PilotConnection {
   }
 
   async #session(): Promise<void> {
-    const hashes = this.#options.certificateHashes.map((h) => ({ algorithm: 'sha-256', value: fromHex(h) }));
-    const transport = new WebTransport(this.#options.url, { serverCertificateHashes: hashes });
+    const token = typeof this.#options.token === 'string' ? this.#options.token : await this.#options.token();
+    const address = await this.#address(token);
+    if (this.#closed) return;
+    const transport = await this.#dial(address);
     this.#transport = transport;
-    await transport.ready;
+    if (this.#closed) {
+      transport.close({ closeCode: 0, reason: 'pilot closed' });
+      return;
+    }
     const control = await transport.createBidirectionalStream();
     this.#writer = control.writable.getWriter();
     this.#datagramWriter = transport.datagrams.writable.getWriter();
     await this.#send({
       type: 'hello',
       v: 1,
-      token: this.#options.token,
-      ...(this.#options.sessionId !== undefined && { session_id: this.#options.sessionId }),
+      token,
+      ...(address.sessionId !== undefined && { session_id: address.sessionId }),
     });
     const datagrams = this.#readDatagrams(transport);
     const controlDone = this.#readControl(control.readable);
@@ -243,6 +290,88 @@ export class PilotConnection {
     );
     await Promise.race([transport.closed, controlDone, datagrams]);
     await transport.closed.catch(() => undefined);
+  }
+
+  /** The robot's address: the given offer, or a new one from svc-cloud for this attempt. */
+  async #address(token: string): Promise<RobotAddress> {
+    const options = this.#options;
+    if ('offer' in options) return options.offer;
+    this.#setState(this.#state === 'connecting' ? 'connecting' : 'reconnecting', 'asking for an offer');
+    let offer: RobotOffer;
+    try {
+      offer = await requestOffer({ signalUrl: options.signalUrl, robotId: options.robotId, token });
+    } catch (err) {
+      // A refused token or a missing grant stays refused; an offline robot or a network problem passes.
+      if (err instanceof OfferError && (err.code === 'bad-token' || err.code === 'forbidden'))
+        throw new Refusal(err.message, { cause: err });
+      throw err;
+    }
+    this.#offer = offer;
+    try {
+      options.onOffer?.(offer);
+    } catch (err) {
+      reportListenerError(err);
+    }
+    if (offer.urls.length === 0)
+      throw new Error(`robot ${offer.robotId} announced no address it can be reached at`);
+    return offer;
+  }
+
+  /**
+   * Opens WebTransport to the first candidate that answers: the robot's first candidate at once,
+   * each next one when the previous failed or after the stagger, the losers closed.
+   */
+  async #dial(address: RobotAddress): Promise<WebTransport> {
+    const hashes = address.certificateHashes.map((h) => ({ algorithm: 'sha-256', value: fromHex(h) }));
+    const stagger = this.#options.candidateStaggerMs ?? CANDIDATE_STAGGER_MS;
+    const attempts: WebTransport[] = [];
+    const failures: string[] = [];
+    return new Promise<WebTransport>((resolve, reject) => {
+      let next = 0;
+      let winner: WebTransport | undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const settleIfAllFailed = () => {
+        if (winner === undefined && failures.length === address.urls.length)
+          reject(new Error(`no candidate of the robot answered: ${failures.join('; ')}`));
+      };
+      const start = () => {
+        clearTimeout(timer);
+        if (winner !== undefined || next >= address.urls.length) return;
+        const url = address.urls[next++]!;
+        let transport: WebTransport;
+        try {
+          transport = new WebTransport(url, { serverCertificateHashes: hashes });
+        } catch (err) {
+          failures.push(`${url}: ${err instanceof Error ? err.message : String(err)}`);
+          start();
+          settleIfAllFailed();
+          return;
+        }
+        attempts.push(transport);
+        transport.closed.catch(() => undefined);
+        transport.ready.then(
+          () => {
+            if (winner !== undefined) {
+              transport.close({ closeCode: 0, reason: 'another candidate answered first' });
+              return;
+            }
+            winner = transport;
+            clearTimeout(timer);
+            for (const other of attempts)
+              if (other !== transport)
+                other.close({ closeCode: 0, reason: 'another candidate answered first' });
+            resolve(transport);
+          },
+          (err: unknown) => {
+            failures.push(`${url}: ${err instanceof Error ? err.message : String(err)}`);
+            start();
+            settleIfAllFailed();
+          },
+        );
+        if (next < address.urls.length) timer = setTimeout(start, stagger);
+      };
+      start();
+    });
   }
 
   async #readControl(readable: ReadableStream<Uint8Array>): Promise<void> {

@@ -1,5 +1,6 @@
 /**
- * `@svc/pilot`: the browser pilot SDK. This part decodes a robot's video channels (WebCodecs for
+ * `@svc/pilot`: the browser pilot SDK. It asks svc-cloud for an offer, connects straight to the
+ * robot over WebTransport, sends the driver's commands and receives sensors, and decodes a robot's video channels (WebCodecs for
  * H.264 and H.265, image decoding for Motion JPEG), paints them on a canvas with a bounded
  * presentation delay, and keeps their statistics. Browser code only: no Node-only API.
  *
@@ -7,11 +8,14 @@
  */
 
 export {
-  type DirectConnectOptions,
   MAX_COMMAND_BYTES,
   PilotConnection,
   type PilotConnectionState,
   type PilotConnectionStats,
+  type PilotConnectOptions,
+  type PilotToken,
+  type RobotAddress,
+  type RobotAddressSource,
 } from './connection.js';
 export {
   candidateUrl,

@@ -86,7 +86,6 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
     daemon = await serve({
       config,
       logger,
-      dev: false,
       authorize,
       ...(options.host !== undefined && { host: options.host }),
       ...(options.env !== undefined && { env: options.env }),

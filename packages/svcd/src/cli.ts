@@ -4,7 +4,6 @@
  *   svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
  *   svcd check-config --config <path>
  *   svcd --config <path> [--host <address>]
- *   svcd --config <path> --dev [--host <address>]
  *   svcd --config <path> enrol [--token <token>] [--signal-url <url>]
  */
 import { parseArgs } from 'node:util';
@@ -15,11 +14,9 @@ import { isCredentialError, loadOrCreateCredential } from './credential.js';
 import { enrolmentBaseUrl, isEnrolmentError, redeemEnrolmentToken } from './enrolment.js';
 import { stderrLogger } from './log.js';
 import { type ProbeSummary, probeInput } from './probe.js';
-import { type RunningDaemon, serve } from './serve.js';
 
 const USAGE = `usage:
   svcd --config <path> [--host <address>]
-  svcd --config <path> --dev [--host <address>]
   svcd --config <path> enrol [--token <token>] [--signal-url <url>]
   svcd check-config --config <path>
   svcd probe-input <url> --codec <value> [--seconds N] [--json] [--transport tcp|udp]
@@ -28,9 +25,6 @@ const USAGE = `usage:
   configured (SVC_ENROLMENT_TOKEN or enrolment_token; on a first run a failure is fatal), connects
   to signal_url, and serves pilots holding a pilot session token for this robot over WebTransport
   on quic_port. --host binds one address and announces only it.
-
-  --dev serves the direct path without the service, for development: any pilot that has the
-  printed URL and certificate hash may connect, with any token, as a driver.
 
   enrol registers this robot with the service: it creates the robot key at credential_path if
   missing and redeems a one-time enrolment token (console: Fleet, Create enrolment token) at
@@ -106,14 +100,17 @@ async function probeCommand(args: string[]): Promise<number> {
 }
 
 async function runCommand(args: string[]): Promise<number> {
-  let values: { config?: string; dev?: boolean; host?: string };
+  let values: { config?: string; host?: string };
   try {
-    values = parseArgs({
-      args,
-      options: { config: { type: 'string' }, dev: { type: 'boolean' }, host: { type: 'string' } },
-    }).values;
+    values = parseArgs({ args, options: { config: { type: 'string' }, host: { type: 'string' } } }).values;
   } catch (err) {
-    console.error(`svcd: ${(err as Error).message}\n\n${USAGE}`);
+    const message = (err as Error).message;
+    // The development mode of the first daemon is gone: say what replaced it.
+    const hint = args.includes('--dev')
+      ? "\n--dev was removed: pilots now get the robot's address and certificate hash from svc-cloud; " +
+        'run svc-cloud (SVC_DEV_OPEN_ENROLMENT=1 for a robot without a token) and start svcd without --dev'
+      : '';
+    console.error(`svcd: ${message}${hint}\n\n${USAGE}`);
     return 2;
   }
   if (values.config === undefined) {
@@ -129,28 +126,7 @@ async function runCommand(args: string[]): Promise<number> {
     console.error(`error: invalid configuration ${err.message}`);
     return 1;
   }
-  if (values.dev !== true) return runAgentUntilSignal(values.config, config, logger, values.host);
-  let daemon: RunningDaemon;
-  try {
-    daemon = await serve({
-      config,
-      logger,
-      dev: true,
-      ...(values.host !== undefined && { host: values.host }),
-    });
-  } catch (err) {
-    console.error(`error: ${redactText(err instanceof Error ? err.message : String(err))}`);
-    return 1;
-  }
-  logger.warn(
-    {},
-    'development mode: any pilot with the URL and certificate hash may connect, with any token',
-  );
-  const [hash] = daemon.certificateHashes();
-  console.log(`dev: pilot URL https://127.0.0.1:${daemon.port}/ certificate sha-256 ${hash}`);
-  await untilSignal();
-  await daemon.stop();
-  return 0;
+  return runAgentUntilSignal(values.config, config, logger, values.host);
 }
 
 /** The deployed daemon: enrolment, token verification, signalling; runs until SIGINT or SIGTERM. */

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from '@svc/media';
 import { qosProfile } from '@svc/qos';
@@ -21,16 +20,11 @@ import { VideoChannel } from './video-channel.js';
 export interface ServeOptions {
   readonly config: DaemonConfig;
   readonly logger: Logger;
-  /** Development mode: pilots connect straight to the printed URL and any token is accepted. */
-  readonly dev: boolean;
   /** Address to bind; default all addresses (`::` with `ipv6 = true`, else `0.0.0.0`). */
   readonly host?: string;
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /**
-   * Checks each pilot's `hello` (the pilot session token verifier). Without it, `dev` accepts any
-   * token as `drive` and otherwise every pilot is denied.
-   */
-  readonly authorize?: AuthorizeSession;
+  /** Checks each pilot's `hello`: the pilot session token verifier. */
+  readonly authorize: AuthorizeSession;
 }
 
 /** A running daemon. */
@@ -45,21 +39,6 @@ export interface RunningDaemon {
 
 /** How long a session the robot ends may stay open for the pilot to read why (it closes it itself then). */
 const CLOSE_GRACE_MS = 2_000;
-
-/** Development mode's stand-in verifier: any token drives (one token id per `hello`). */
-export const acceptAnyTokenForDevelopment: AuthorizeSession = async (hello) => ({
-  ok: true,
-  sub: 'dev',
-  scope: 'drive',
-  jti: randomUUID(),
-  exp: Math.floor(Date.now() / 1000) + 24 * 3600,
-  ...(hello.sessionId !== undefined && { sessionId: hello.sessionId }),
-});
-
-const refuseWithoutVerifier: AuthorizeSession = async () => ({
-  ok: false,
-  reason: 'this robot cannot verify pilot session tokens yet',
-});
 
 /**
  * Runs the direct path: a certificate that rotates before Chromium's 14-day limit, the
@@ -106,7 +85,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
         'session listener failed',
       ),
   });
-  const authorize = options.authorize ?? (options.dev ? acceptAnyTokenForDevelopment : refuseWithoutVerifier);
+  const { authorize } = options;
   const opened: { close(): Promise<void> }[] = [];
   const sensors: SensorChannel[] = [];
   const commands: CommandChannel[] = [];

@@ -1,57 +1,67 @@
+import { createSocket } from 'node:dgram';
 import { fileURLToPath } from 'node:url';
 import {
   ChromiumSession,
   ffmpegRtpSource,
+  freeUdpPort,
   gstreamerRtpSource,
   type RunningRtspServer,
   type RunningSource,
   startRtspServer,
 } from '@svc/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { WatchResult } from './fixtures/pilot-page.js';
-import { type DevDaemon, freeUdpPort, startDevDaemon } from './support/daemon.js';
+import type { OfferSummary, PilotOutcome, WatchResult } from './fixtures/pilot-page.js';
+import { type Fleet, type FleetRobot, startFleet, videoChannel } from './support/fleet.js';
 
 const page = fileURLToPath(new URL('./fixtures/pilot-page.ts', import.meta.url));
 const screenshots = fileURLToPath(new URL('../../../test-results/', import.meta.url));
 const FRAMES = 300; // 10 s at 30 fps
 
 let chromium: ChromiumSession;
+let fleet: Fleet;
 const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  chromium = await ChromiumSession.open();
+  [chromium, fleet] = await Promise.all([ChromiumSession.open(), startFleet()]);
 });
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 afterAll(async () => {
   await chromium?.close();
+  await fleet?.stop();
 });
 
-async function daemonFor(input: string, codec: string): Promise<DevDaemon> {
-  const daemon = await startDevDaemon({ input, codec });
-  cleanups.push(() => daemon.stop());
-  return daemon;
+let robots = 0;
+
+/** A robot of alice's org with one video channel, online; removed after the test. */
+async function robotFor(input: string, codec: string): Promise<FleetRobot> {
+  const robot = await fleet.robot(`camera-${++robots}`, videoChannel(input, codec));
+  cleanups.push(() => robot.remove());
+  return robot;
 }
 
-function sendWhenWatched(daemon: DevDaemon, start: () => RunningSource, pilots = 1): void {
-  void daemon.waitForLog('pilot session opened', pilots).then(() => {
-    const source = start();
-    cleanups.push(() => source.stop());
-  });
+function sendWhenWatched(robot: FleetRobot, start: () => RunningSource, pilots = 1): void {
+  void robot.daemon.waitForLog('pilot session opened', pilots).then(
+    () => {
+      const source = start();
+      cleanups.push(() => source.stop());
+    },
+    () => undefined,
+  );
 }
 
 const channel = (r: WatchResult) => Object.values(r.stats.channels)[0]!;
 
-describe('direct path: camera → svcd → WebTransport → pilot in Chromium', () => {
+describe('direct path: camera → svcd → WebTransport → pilot in Chromium, the address from a signalling offer', () => {
   it('H.264 over RTP: the page decodes at least 95 % of the frames sent in 10 s', async () => {
     const rtpPort = await freeUdpPort();
-    const daemon = await daemonFor(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d');
-    sendWhenWatched(daemon, () => ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: FRAMES, gop: 30 }));
+    const robot = await robotFor(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d');
+    sendWhenWatched(robot, () => ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: FRAMES, gop: 30 }));
     const result = await chromium.run<WatchResult>({
       entry: page,
       exportName: 'watch',
-      args: [daemon.url, daemon.hash, 12],
+      args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 12],
       timeoutMs: 60_000,
     });
     const stats = channel(result);
@@ -66,28 +76,28 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium', 
   it('Motion JPEG from the GStreamer RTSP server likewise', async () => {
     const camera: RunningRtspServer = await startRtspServer({ mounts: [{ path: '/mjpeg', codec: 'mjpeg' }] });
     cleanups.push(() => camera.stop());
-    const daemon = await daemonFor(camera.url('/mjpeg'), 'mjpeg');
+    const robot = await robotFor(camera.url('/mjpeg'), 'mjpeg');
     const result = await chromium.run<WatchResult>({
       entry: page,
       exportName: 'watch',
-      args: [daemon.url, daemon.hash, 10],
+      args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 10],
       timeoutMs: 60_000,
     });
     const stats = channel(result);
     const arrived = stats.reassembler.framesDelivered + stats.reassembler.framesLost;
     expect(arrived).toBeGreaterThan(250);
     expect(stats.decoded).toBeGreaterThanOrEqual(0.95 * arrived);
-    expect(daemon.log()).toContain('Motion JPEG uses several times the bandwidth');
+    expect(robot.log()).toContain('Motion JPEG uses several times the bandwidth');
   });
 
   it('H.265 without a hardware decoder: the page says so on the video area', async () => {
     const rtpPort = await freeUdpPort();
-    const daemon = await daemonFor(`rtp://127.0.0.1:${rtpPort}`, 'hev1.1.6.L63.90');
-    sendWhenWatched(daemon, () => ffmpegRtpSource({ codec: 'h265', port: rtpPort, frames: 90 }));
+    const robot = await robotFor(`rtp://127.0.0.1:${rtpPort}`, 'hev1.1.6.L63.90');
+    sendWhenWatched(robot, () => ffmpegRtpSource({ codec: 'h265', port: rtpPort, frames: 90 }));
     const result = await chromium.run<WatchResult>({
       entry: page,
       exportName: 'watch',
-      args: [daemon.url, daemon.hash, 3, true],
+      args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 3, true],
       timeoutMs: 60_000,
       screenshotPath: `${screenshots}h265-cannot-decode.png`,
     });
@@ -97,19 +107,19 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium', 
 
   it('serves two pilots at once, and a pilot that reloads sees video again', async () => {
     const rtpPort = await freeUdpPort();
-    const daemon = await daemonFor(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d');
-    sendWhenWatched(daemon, () => ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: 240, gop: 30 }), 2);
+    const robot = await robotFor(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d');
+    sendWhenWatched(robot, () => ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: 240, gop: 30 }), 2);
     const [a, b] = await Promise.all([
       chromium.run<WatchResult[]>({
         entry: page,
         exportName: 'watchTwice',
-        args: [daemon.url, daemon.hash, 3.5],
+        args: [fleet.cloud.signalUrl, robot.files.robotId, [await robot.token(), await robot.token()], 3.5],
         timeoutMs: 60_000,
       }),
       chromium.run<WatchResult>({
         entry: page,
         exportName: 'watch',
-        args: [daemon.url, daemon.hash, 7],
+        args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token('observe'), 7],
         timeoutMs: 60_000,
       }),
     ]);
@@ -120,23 +130,49 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium', 
 
   it('the pilot reconnects when svcd restarts, and video comes again', async () => {
     const rtpPort = await freeUdpPort();
-    const daemon = await daemonFor(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d');
+    const robot = await robotFor(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d');
     // GStreamer's udpsink keeps sending while the daemon is down (the port refuses meanwhile).
-    sendWhenWatched(daemon, () => gstreamerRtpSource({ codec: 'h264', port: rtpPort, frames: 900, gop: 30 }));
+    sendWhenWatched(robot, () => gstreamerRtpSource({ codec: 'h264', port: rtpPort, frames: 900, gop: 30 }));
     // Restart once the first keyframe has reached the pilot and video has played for a while.
-    void daemon.waitForLog('pilot session opened').then(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 3000));
-      await daemon.restart();
-    });
-    const result = await chromium.run<WatchResult>({
+    void robot.daemon.waitForLog('pilot session opened').then(
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        await robot.restart();
+      },
+      () => undefined,
+    );
+    const result = await chromium.run<WatchResult & { offers: number }>({
       entry: page,
       exportName: 'watchAcrossRestart',
-      args: [daemon.url, daemon.hash, 60, 40],
+      args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 60, 40],
       timeoutMs: 60_000,
       allowConsoleErrors: true, // Chromium logs the attempts that fail while svcd is down
     });
     expect(result.states).toContain('reconnecting');
     expect(result.stats.sessions).toBeGreaterThanOrEqual(2);
+    expect(result.offers).toBeGreaterThanOrEqual(2); // each attempt asked svc-cloud for a fresh offer
     expect(channel(result).decoded).toBeGreaterThanOrEqual(60);
+  });
+
+  it('races the candidates: a first address that never answers does not keep the pilot from the next', async () => {
+    const robot = await robotFor(`rtp://127.0.0.1:${await freeUdpPort()}`, 'avc1.42c00d');
+    // A bound socket that reads and never answers: QUIC's handshake to it would wait for its timeout.
+    const blackHole = createSocket('udp4');
+    await new Promise<void>((resolve) => blackHole.bind(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => blackHole.close(() => resolve())));
+    const token = await robot.token();
+    const { offer } = await chromium.run<{ offer: OfferSummary | null }>({
+      entry: page,
+      exportName: 'tryOffer',
+      args: [fleet.cloud.signalUrl, robot.files.robotId, token],
+    });
+    const urls = [`https://127.0.0.1:${blackHole.address().port}/`, ...offer!.urls];
+    const outcome = await chromium.run<PilotOutcome>({
+      entry: page,
+      exportName: 'connectDirect',
+      args: [urls, offer!.certificateHashes, token, 20],
+      allowConsoleErrors: true, // Chromium reports the abandoned attempt
+    });
+    expect(outcome).toMatchObject({ state: 'connected', role: 'driver' });
   });
 });

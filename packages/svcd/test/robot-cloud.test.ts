@@ -372,18 +372,15 @@ describe('pilots in Chromium through signalling', () => {
     );
     const { token } = await sessionToken('camera', 'drive');
     const [result, during] = await Promise.all([
-      run<WatchResult & { offer: OfferSummary; role: string | null; sessionId: string | null }>(
-        'watchViaSignalling',
-        [cloud.signalUrl, 'camera', token, 8],
-      ),
+      run<WatchResult>('watch', [cloud.signalUrl, 'camera', token, 8]),
       presence('camera', (r) => r.sessions.some((s) => s.role === 'driver'), 'driven'),
     ]);
-    expect(result.offer.role).toBe('driver');
-    expect(result.offer.urls).toEqual([`https://127.0.0.1:${robot.quicPort}/`]);
-    expect(result.offer.channels).toEqual([{ id: 1, name: 'front', kind: 'video' }]);
+    expect(result.offer?.role).toBe('driver');
+    expect(result.offer?.urls).toEqual([`https://127.0.0.1:${robot.quicPort}/`]);
+    expect(result.offer?.channels).toEqual([{ id: 1, name: 'front', kind: 'video' }]);
     expect(result.role).toBe('driver');
-    expect(result.sessionId).toBe(result.offer.sessionId);
-    expect(during.sessions).toContainEqual({ sessionId: result.offer.sessionId, role: 'driver' });
+    expect(result.sessionId).toBe(result.offer?.sessionId);
+    expect(during.sessions).toContainEqual({ sessionId: result.offer?.sessionId, role: 'driver' });
     expect(result.message).toBeNull();
     const stats = Object.values(result.stats.channels)[0]!;
     expect(stats.decoded).toBeGreaterThanOrEqual(0.9 * FRAMES);
@@ -485,6 +482,14 @@ describe('pilots in Chromium through signalling', () => {
     expect(outcomes.map((o) => o.offer?.role)).toEqual(['driver', 'observer', 'observer']);
     expect(outcomes.map((o) => o.role)).toEqual(['driver', 'observer', 'observer']);
     expect(outcomes.map((o) => o.commandSent)).toEqual([true, false, false]);
+    // The SDK refuses misuse whatever the role: an unknown channel (naming the real ones), an oversized command.
+    for (const outcome of outcomes) {
+      expect(outcome.misuse).toHaveLength(2);
+      expect(outcome.misuse[0]).toMatch(
+        /"no-such-channel" is not a command channel of this robot \(command channels: drive\)/,
+      );
+      expect(outcome.misuse[1]).toMatch(/exceeds 16384/);
+    }
     for (const outcome of outcomes) {
       expect(outcome.sensors.length).toBeGreaterThanOrEqual(3);
       for (const text of outcome.sensors) expect(sent).toContain(text);
@@ -555,11 +560,11 @@ describe('pilots in Chromium through signalling', () => {
       );
       expect(atSignalling.offer, what).toBeNull();
       expect(atSignalling.error?.code, what).toBe(offerCode);
-      const atRobot = await run<PilotOutcome>('connectDirect', [urls[0], certificateHashes, token, 20]);
+      const atRobot = await run<PilotOutcome>('connectDirect', [urls, certificateHashes, token, 20]);
       expect(atRobot.state, what).toBe('denied');
       expect(atRobot.detail, what).toMatch(robotReason);
     }
-    const accepted = await run<PilotOutcome>('connectDirect', [urls[0], certificateHashes, valid, 20]);
+    const accepted = await run<PilotOutcome>('connectDirect', [urls, certificateHashes, valid, 20]);
     expect(accepted).toMatchObject({ state: 'connected', role: 'driver' });
     for (const secret of [valid, forOther, shortLived.token, forged]) {
       for (const part of secret.split('.')) expect(daemon.log()).not.toContain(part);
@@ -584,7 +589,7 @@ describe('pilots in Chromium through signalling', () => {
     await cloud.shutdown();
     try {
       const { urls, certificateHashes } = first!.offer!;
-      const direct = await run<PilotOutcome>('connectDirect', [urls[0], certificateHashes, later, 20]);
+      const direct = await run<PilotOutcome>('connectDirect', [urls, certificateHashes, later, 20]);
       expect(direct).toMatchObject({ state: 'connected', role: 'driver' });
       expect(daemon.process.exitCode).toBeNull();
     } finally {

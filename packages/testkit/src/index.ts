@@ -40,6 +40,14 @@ export {
 } from './oidc-login.js';
 export { closeServer, freeTcpPort, freeUdpPort, listenLocal } from './ports.js';
 export {
+  type PublisherEvent,
+  type PublisherLayer,
+  type PublisherOptions,
+  type PublisherPattern,
+  type RunningPublisher,
+  startPublisher,
+} from './publisher.js';
+export {
   type RtspServerMount,
   type RtspServerOptions,
   type RunningRtspServer,
