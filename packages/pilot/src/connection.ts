@@ -1,5 +1,6 @@
 import {
   type AssembledFrame,
+  type ControlCatchUp,
   type ControlChannel,
   ControlLineReader,
   type ControlMessage,
@@ -111,6 +112,8 @@ interface ChannelPlayback {
 /** At most one keyframe request per channel this often (the robot rate-limits too). */
 const KEYFRAME_REQUEST_INTERVAL_MS = 250;
 const PING_INTERVAL_MS = 1000;
+/** Datagrams kept while `welcome` is on its way (a replay of about 1 MB, with parity). */
+const MAX_EARLY_DATAGRAMS = 2048;
 const TICK_INTERVAL_MS = 20;
 
 /** Default wait for a candidate before the next one is tried as well (Happy Eyeballs style). */
@@ -145,6 +148,9 @@ export class PilotConnection {
   #malformed = 0;
   #timers: ReturnType<typeof setInterval>[] = [];
   #closed = false;
+  /** Datagrams that came before `welcome` was handled (the robot's replay follows it closely). */
+  #early: Uint8Array[] = [];
+  #welcomed = false;
   #lastStats: Record<string, VideoStatsSnapshot & { reassembler: Reassembler['stats'] }> = {};
   #robotStats: Record<string, Record<string, number>> = {};
 
@@ -393,16 +399,27 @@ export class PilotConnection {
         this.#sessions++;
         this.#role = message.role;
         this.#channels = message.channels;
+        const starting: Promise<void>[] = [];
         for (const channel of message.channels) {
           if (channel.kind === 'sensor') this.#startSensor(channel);
           if (channel.kind === 'command') this.#startCommand(channel);
           if (channel.kind !== 'video') continue;
-          await this.#startChannel(
-            channel,
-            this.#options.presentationDelayMs ?? message.qos.presentation_delay_ms,
-            message.qos.profile,
+          starting.push(
+            this.#startChannel(
+              channel,
+              this.#options.presentationDelayMs ?? message.qos.presentation_delay_ms,
+              message.qos.profile,
+              message.catch_up?.find((c) => c.channel === channel.id),
+            ),
           );
         }
+        // Every reassembler exists now: what arrived early goes in first, in order (each
+        // decoder holds frames until its codec check is done).
+        this.#welcomed = true;
+        // The clock offset at once, not after the first ping interval: the replay paints early.
+        void this.#send({ type: 'ping', t: performance.now() });
+        for (const datagram of this.#early.splice(0)) this.#datagram(datagram);
+        await Promise.all(starting);
         this.#setState('connected', message.session_id);
         return;
       }
@@ -431,7 +448,12 @@ export class PilotConnection {
     }
   }
 
-  async #startChannel(channel: ControlChannel, presentationDelayMs: number, profile: string): Promise<void> {
+  async #startChannel(
+    channel: ControlChannel,
+    presentationDelayMs: number,
+    profile: string,
+    catchUp: ControlCatchUp | undefined,
+  ): Promise<void> {
     const area = document.createElement('div');
     area.dataset.svcChannel = String(channel.id);
     this.#options.container.append(area);
@@ -459,6 +481,7 @@ export class PilotConnection {
       }),
     };
     this.#playback.set(channel.id, playback);
+    if (catchUp !== undefined) playback.player.catchUp(catchUp.last_frame, catchUp.live);
     await playback.player.start();
   }
 
@@ -506,15 +529,23 @@ export class PilotConnection {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      const id = peekChannel(value) ?? 0;
-      const reassembler = this.#playback.get(id)?.reassembler ?? this.#sensors.get(id)?.reassembler;
-      if (reassembler === undefined) continue;
-      try {
-        reassembler.handleDatagram(value, performance.now());
-      } catch (err) {
-        if (!(err instanceof WireError)) throw err;
-        this.#malformed++;
+      if (!this.#welcomed) {
+        if (this.#early.length < MAX_EARLY_DATAGRAMS) this.#early.push(value);
+        continue;
       }
+      this.#datagram(value);
+    }
+  }
+
+  #datagram(value: Uint8Array): void {
+    const id = peekChannel(value) ?? 0;
+    const reassembler = this.#playback.get(id)?.reassembler ?? this.#sensors.get(id)?.reassembler;
+    if (reassembler === undefined) return;
+    try {
+      reassembler.handleDatagram(value, performance.now());
+    } catch (err) {
+      if (!(err instanceof WireError)) throw err;
+      this.#malformed++;
     }
   }
 
@@ -540,6 +571,8 @@ export class PilotConnection {
     this.#datagramWriter = undefined;
     this.#role = undefined;
     this.#channels = [];
+    this.#welcomed = false;
+    this.#early = [];
     this.#writer = undefined;
   }
 

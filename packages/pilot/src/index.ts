@@ -41,7 +41,14 @@ export {
   type VideoChannelDecoderOptions,
   type VideoChannelDecoderState,
 } from './video/decoder.js';
-export { clearVideoMessage, showVideoMessage, VIDEO_MESSAGE_ATTRIBUTE } from './video/message.js';
+export {
+  clearVideoBadge,
+  clearVideoMessage,
+  showVideoBadge,
+  showVideoMessage,
+  VIDEO_BADGE_ATTRIBUTE,
+  VIDEO_MESSAGE_ATTRIBUTE,
+} from './video/message.js';
 export {
   type PlayerPaintReport,
   VideoChannelPlayer,

@@ -192,6 +192,7 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
       receivedMs: 1000,
       submittedMs: 6000,
       decodedMs: 6004.5,
+      replayed: false,
     });
     expect(t.decoder.stats.snapshot().decodeTime).toEqual({ lastMs: 4.5, meanMs: 4.5 });
   });
@@ -313,6 +314,35 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     expect(t.requests).toEqual(['backpressure']);
     expect(t.decodedIds()).toEqual([0, 10, 11]);
     expect(t.decoder.stats.snapshot()).toMatchObject({ dropped: 9, waitingForKeyframe: 0 });
+  });
+
+  it('a replay at join: frames that come during the codec check are held, all are decoded despite the queue, only the last is marked to paint', async () => {
+    const t = setup();
+    t.decoder.catchUp(4);
+    const starting = t.decoder.start();
+    // The robot's replay (keyframe 0, deltas 1..4) arrives while the codec check runs.
+    for (let i = 0; i <= 4; i++) t.decoder.handleFrame(frame(i));
+    await starting;
+    expect(t.decodedIds()).toEqual([0, 1, 2, 3, 4]);
+    const d = t.current();
+    d.decodeQueueSize = 5; // all five still decoding: the replay does not count as falling behind
+    t.decoder.handleFrame(frame(5));
+    expect(t.decodedIds()).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const chunk of d.chunks) d.output(chunk.timestamp);
+    expect(t.frames.map((f) => [f.meta.frameId, f.meta.replayed])).toEqual([
+      [0, true],
+      [1, true],
+      [2, true],
+      [3, true],
+      [4, false],
+      [5, false],
+    ]);
+    expect(t.requests).toEqual([]);
+    // Once the replay is out, a decoder that is really behind drops deltas again.
+    d.decodeQueueSize = 4;
+    t.decoder.handleFrame(frame(6));
+    expect(t.requests).toEqual(['backpressure']);
+    expect(() => t.decoder.catchUp(70_000)).toThrow(TypeError);
   });
 
   it('close() releases the decoder, ignores further input and releases late output', async () => {

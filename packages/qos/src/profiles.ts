@@ -73,7 +73,13 @@ export const QOS_PROFILES: Readonly<Record<QosProfileName, QosProfile>> = Object
   },
 });
 
-/** The profile called `name`. */
+/** The profile called `name`; throws `TypeError` naming the valid names for any other value. */
 export function qosProfile(name: QosProfileName): QosProfile {
-  return QOS_PROFILES[name];
+  const profile = Object.hasOwn(QOS_PROFILES, name) ? QOS_PROFILES[name] : undefined;
+  if (profile === undefined) {
+    throw new TypeError(
+      `unknown QoS profile "${name}": expected one of ${Object.keys(QOS_PROFILES).join(', ')}`,
+    );
+  }
+  return profile;
 }

@@ -20,3 +20,12 @@ describe('QoS profiles', () => {
     expect(parityCountFor(40, balanced.parity.key)).toBe(12);
   });
 });
+
+describe('qosProfile', () => {
+  it('names the valid profiles when given another name', () => {
+    expect(() => qosProfile('fast' as never)).toThrow(
+      'unknown QoS profile "fast": expected one of latency, balanced, quality',
+    );
+    expect(() => qosProfile('toString' as never)).toThrow(/unknown QoS profile/);
+  });
+});

@@ -2,6 +2,7 @@ import type { Logger } from '@svc/media';
 import type { QosProfile } from '@svc/qos';
 import { PacedSendQueue, type Session } from '@svc/transport';
 import {
+  type ControlCatchUp,
   type ControlChannel,
   ControlLineReader,
   type ControlMessage,
@@ -36,8 +37,8 @@ export interface PilotSessionOptions {
   /** The robot's sessions: limit, driver slot, token reuse and revocation. */
   readonly registry: SessionRegistry;
   /**
-   * Checks the `hello` token (the pilot session token verifier; in development mode a stand-in
-   * that accepts any token). A rejected promise denies the session.
+   * Checks the `hello` token (the pilot session token verifier). A rejected promise denies the
+   * session.
    */
   readonly authorize: AuthorizeSession;
   readonly profile: QosProfile;
@@ -52,6 +53,11 @@ export interface PilotSessionOptions {
    * itself on reading it, this is the bound. Media and commands stop at once.
    */
   readonly closeGraceMs?: number;
+  /**
+   * A video channel needs a recovery point from the publisher: a session joined (`join`) or the
+   * pilot sent `request-keyframe` (`pilot-request`). The caller rate-limits per channel.
+   */
+  readonly onRecoveryNeeded?: (channelId: number, reason: 'join' | 'pilot-request') => void;
 }
 
 /** Session-wide datagram counters, reported in `agent-stats` under channel key `"0"`. */
@@ -96,7 +102,7 @@ export class PilotSession {
   readonly #reader = new ControlLineReader();
   readonly #queue: PacedSendQueue;
   readonly #unsubscribe: (() => void)[] = [];
-  readonly #sent = new Map<number, { frames: number; skipped: number; refused: number }>();
+  readonly #sent = new Map<number, { frames: number; skipped: number; refused: number; replayed: number }>();
   readonly #now: () => number;
   readonly #inboxes = new Map<number, CommandInbox>();
   readonly #datagramStats: PilotSessionDatagramStats = {
@@ -177,12 +183,12 @@ export class PilotSession {
         this.#send({ type: 'pong', t: message.t, robot_time: this.#now() });
         return;
       case 'request-keyframe':
-        // Publisher control (recovery requests) arrives with the QoS issue; until then the next
-        // natural keyframe serves.
         this.#options.logger.debug(
           { session: this.#session.id, channel: message.channel },
           'pilot asked for a keyframe',
         );
+        if (this.#options.channels.some((c) => c.config.id === message.channel))
+          this.#recoveryNeeded(message.channel, 'pilot-request');
         return;
       case 'bye':
         this.#session.close(0, message.reason ?? 'bye');
@@ -271,6 +277,21 @@ export class PilotSession {
     const channels: ControlChannel[] = [...this.#options.channels, ...sensors, ...commands]
       .map(({ config }) => ({ id: config.id, name: config.name, kind: config.kind, codec: config.codec }))
       .sort((a, b) => a.id - b.id);
+    // What each video channel replays to this session; taken now, with `welcome`, so the frames
+    // named there are exactly those queued below, before any live frame.
+    const replays = this.#options.channels.map((channel) => ({ channel, catchUp: channel.catchUp() }));
+    const catchUp: ControlCatchUp[] = replays.flatMap(({ channel, catchUp }) =>
+      catchUp === undefined
+        ? []
+        : [
+            {
+              channel: channel.config.id,
+              last_frame: catchUp.lastFrameId,
+              frames: catchUp.frames.length,
+              live: catchUp.live,
+            },
+          ],
+    );
     this.#send({
       type: 'welcome',
       session_id: open.sessionId,
@@ -280,6 +301,7 @@ export class PilotSession {
         profile: this.#options.profile.name,
         presentation_delay_ms: this.#options.profile.presentationDelayMs,
       },
+      ...(catchUp.length > 0 && { catch_up: catchUp }),
     });
     this.#options.logger.info(
       {
@@ -292,12 +314,26 @@ export class PilotSession {
       'pilot session welcomed',
     );
     for (const command of commands) this.#inboxes.set(command.config.id, command.inbox(open.role));
-    for (const channel of this.#options.channels)
-      this.#unsubscribe.push(channel.subscribe(this.#subscriber(channel)));
+    for (const { channel, catchUp } of replays) {
+      const subscriber = this.#subscriber(channel, catchUp?.frames);
+      this.#unsubscribe.push(channel.subscribe(subscriber));
+      // The publisher is asked for a recovery point as well: the replay shows the current picture,
+      // an IDR makes this session's stream independent of the replay (and is the only way to a
+      // live picture when the replay was the keyframe alone, or when there was none).
+      this.#recoveryNeeded(channel.config.id, 'join');
+    }
     for (const sensor of sensors)
       this.#unsubscribe.push(sensor.subscribe({ handleSensorFrame: (frame) => this.#sendDirect(frame) }));
     this.#statsTimer = setInterval(() => this.#stats(), 1000);
     this.#statsTimer.unref();
+  }
+
+  #recoveryNeeded(channelId: number, reason: 'join' | 'pilot-request'): void {
+    try {
+      this.#options.onRecoveryNeeded?.(channelId, reason);
+    } catch (err) {
+      this.#options.logger.error({ err: String(err), channel: channelId }, 'recovery request failed');
+    }
   }
 
   /** A sensor frame: its datagrams leave now, each stamped with its send time. */
@@ -326,10 +362,20 @@ export class PilotSession {
     inbox.handleDatagram(datagram, this.#now());
   }
 
-  #subscriber(channel: VideoChannel): FrameSubscriber {
-    const counts = { frames: 0, skipped: 0, refused: 0 };
+  /**
+   * The session's subscriber to `channel`: it queues `replay` at once (the latest keyframe and
+   * what followed), then every live frame; without a replay it starts at the next keyframe.
+   */
+  #subscriber(channel: VideoChannel, replay: readonly PackedFrame[] | undefined): FrameSubscriber {
+    const counts = { frames: 0, skipped: 0, refused: 0, replayed: 0 };
     this.#sent.set(channel.config.id, counts);
     let started = false;
+    if (replay !== undefined && replay.length > 0) {
+      this.#pace(channel);
+      started = replay.every((frame, index) => this.#queue.enqueueFrame(frame.datagrams, index === 0));
+      counts.replayed = replay.length;
+      if (!started) counts.refused++;
+    }
     return {
       handleFrame: (frame: PackedFrame, keyframe: boolean) => {
         started ||= keyframe;
@@ -361,6 +407,7 @@ export class PilotSession {
         frames_sent: counts.frames,
         frames_skipped: counts.skipped,
         frames_refused: counts.refused,
+        frames_replayed: counts.replayed,
         queue_bytes: this.#queue.occupancy.bytes,
         rtt_ms: s.rttMs,
         lost_packets: s.lostPackets,

@@ -12,6 +12,7 @@ import type {
 } from './config.js';
 import { PilotSession } from './pilot-session.js';
 import { PublisherControl } from './publisher-control.js';
+import { ChannelRecovery } from './recovery.js';
 import { SensorChannel } from './sensor-channel.js';
 import { type AuthorizeSession, SessionRegistry } from './session-registry.js';
 import { VideoChannel } from './video-channel.js';
@@ -87,6 +88,8 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   });
   const { authorize } = options;
   const opened: { close(): Promise<void> }[] = [];
+  /** Recovery requests per video channel id, when there is a publisher to ask. */
+  const recovery = new Map<number, ChannelRecovery>();
   const sensors: SensorChannel[] = [];
   const commands: CommandChannel[] = [];
   let publisherControl: PublisherControl | undefined;
@@ -132,6 +135,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
         profile,
         logger,
         closeGraceMs: CLOSE_GRACE_MS,
+        onRecoveryNeeded: (channelId, reason) => recovery.get(channelId)?.keyframeNeeded(reason),
       });
     },
   });
@@ -142,6 +146,20 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
     certificates.stop();
     throw err;
   }
+  if (publisherControl !== undefined) {
+    for (const channel of channels) {
+      const control = publisherControl;
+      const ladder = new ChannelRecovery({
+        channel: channel.config.id,
+        profile,
+        ladder: config.agent.recovery_ladder,
+        send: (message) => control.send(message),
+        now: () => performance.now(),
+      });
+      channel.onKeyframe = () => ladder.recoveryPoint();
+      recovery.set(channel.config.id, ladder);
+    }
+  }
   publisherControl?.announceVideoChannels(
     channels.map((c) => c.config),
     profile,
@@ -151,6 +169,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
     certificateHashes: () => certificates.hashes().map(hex),
     sessions: registry,
     async stop() {
+      for (const ladder of recovery.values()) ladder.close();
       await Promise.all(channels.map((c) => c.stop()));
       await server.close();
       await Promise.all(opened.map((o) => o.close()));

@@ -10,6 +10,24 @@ export interface FrameSubscriber {
   handleFrame(frame: PackedFrame, keyframe: boolean): void;
 }
 
+/** Frames replayed to a joining session: see {@link VideoChannel.catchUp}. */
+export interface CatchUp {
+  /** The latest keyframe and, when `live`, every frame after it, packed, in order. */
+  readonly frames: readonly PackedFrame[];
+  /** Frame id of the last of them: the current picture when `live`. */
+  readonly lastFrameId: number;
+  /** False when only the keyframe comes: the frames after it exceeded the bound. */
+  readonly live: boolean;
+}
+
+/** An access unit kept for replay. */
+interface KeptUnit {
+  readonly data: Uint8Array;
+  readonly keyframe: boolean;
+  readonly captureTimestampUs: number;
+  readonly gopPosition: number;
+}
+
 /** Counters of a {@link VideoChannel}. */
 export interface VideoChannelStats {
   accessUnits: number;
@@ -35,11 +53,18 @@ export class VideoChannel {
   #gopPosition = 0;
   #windowStart = 0;
   #windowBytes = 0;
+  /** The latest keyframe and the frames after it, while they fit in {@link #keptLimit} bytes. */
+  #kept: KeptUnit[] = [];
+  #keptBytes = 0;
+  /** Frames after the kept keyframe were left out: a replay can only be the keyframe. */
+  #keptOverflow = false;
+  readonly #keptLimit: number;
 
   constructor(config: VideoChannelConfig, profile: QosProfile, logger: Logger) {
     this.config = config;
     this.#profile = profile;
     this.#logger = logger;
+    this.#keptLimit = catchUpLimitBytes(profile, config.max_bitrate_kbps);
     this.#packer = new FramePacker({ channel: config.id, firstFrameId: Math.floor(Math.random() * 0x10000) });
   }
 
@@ -64,9 +89,45 @@ export class VideoChannel {
     );
   }
 
+  /** Called at every keyframe from the source (a recovery point for the publisher-control ladder). */
+  onKeyframe: (() => void) | undefined;
+
   /** Uses another profile's parity from the next frame on. */
   setProfile(profile: QosProfile): void {
     this.#profile = profile;
+  }
+
+  /**
+   * The frames a joining session gets at once, so its first painted picture is the current one
+   * without waiting for the source's next keyframe: the latest keyframe and the frames after it,
+   * packed with frame ids just before the live stream's next one (the session's reassembler sees
+   * them, then the live frames, in order). `undefined` before the first keyframe.
+   */
+  catchUp(): CatchUp | undefined {
+    const units = this.#keptOverflow ? this.#kept.slice(0, 1) : this.#kept;
+    if (units.length === 0) return undefined;
+    const packer = new FramePacker({
+      channel: this.config.id,
+      firstFrameId: (this.#packer.nextFrameId - units.length + 0x10000) & 0xffff,
+    });
+    const senderTimestampUs = wrapU32(daemonClockMs() * 1000);
+    const frames = units.map((unit) =>
+      packer.pack(
+        {
+          data: unit.data,
+          keyframe: unit.keyframe,
+          captureTimestampUs: unit.captureTimestampUs,
+          gopPosition: unit.gopPosition,
+          parity: unit.keyframe ? this.#profile.parity.key : this.#profile.parity.delta,
+        },
+        senderTimestampUs,
+      ),
+    );
+    return {
+      frames,
+      lastFrameId: (this.#packer.nextFrameId - 1 + 0x10000) & 0xffff,
+      live: !this.#keptOverflow,
+    };
   }
 
   subscribe(subscriber: FrameSubscriber): () => void {
@@ -85,23 +146,43 @@ export class VideoChannel {
     if (au.keyframe) {
       this.stats.keyframes++;
       this.#gopPosition = 0;
+      this.onKeyframe?.();
     } else {
       this.#gopPosition = Math.min(this.#gopPosition + 1, 0xffff);
     }
     this.#measure(au.data.byteLength, au.receivedAtMs);
+    const unit: KeptUnit = {
+      data: au.data,
+      keyframe: au.keyframe,
+      captureTimestampUs: wrapU32(au.captureTimeUs),
+      gopPosition: this.#gopPosition,
+    };
+    this.#keep(unit);
+    // Nobody watching: nothing to pack (a replay takes the ids just before the next live frame's).
     if (this.#subscribers.size === 0) return;
     const parity = au.keyframe ? this.#profile.parity.key : this.#profile.parity.delta;
-    const packed = this.#packer.pack(
-      {
-        data: au.data,
-        keyframe: au.keyframe,
-        captureTimestampUs: wrapU32(au.captureTimeUs),
-        gopPosition: this.#gopPosition,
-        parity,
-      },
-      wrapU32(daemonClockMs() * 1000),
-    );
+    const packed = this.#packer.pack({ ...unit, parity }, wrapU32(daemonClockMs() * 1000));
     for (const subscriber of this.#subscribers) subscriber.handleFrame(packed, au.keyframe);
+  }
+
+  /** Keeps `unit` for replay: a keyframe starts over; later frames while they fit the bound. */
+  #keep(unit: KeptUnit): void {
+    if (unit.keyframe) {
+      this.#kept = [unit];
+      this.#keptBytes = unit.data.byteLength;
+      this.#keptOverflow = false;
+      return;
+    }
+    if (this.#kept.length === 0 || this.#keptOverflow) return;
+    if (this.#keptBytes + unit.data.byteLength > this.#keptLimit) {
+      // Only the keyframe can still be replayed; free the rest.
+      this.#keptOverflow = true;
+      this.#kept = this.#kept.slice(0, 1);
+      this.#keptBytes = this.#kept[0]!.data.byteLength;
+      return;
+    }
+    this.#kept.push(unit);
+    this.#keptBytes += unit.data.byteLength;
   }
 
   #measure(bytes: number, nowMs: number): void {
@@ -113,4 +194,20 @@ export class VideoChannel {
       this.#windowBytes = 0;
     }
   }
+}
+
+/** A replay never exceeds what fits a session's send queue with room to spare. */
+const CATCH_UP_MAX_BYTES = 900 * 1024;
+
+/**
+ * Most bytes replayed to a joining session: two seconds at the channel's ceiling (the profile's,
+ * lowered by `max_bitrate_kbps`), at most {@link CATCH_UP_MAX_BYTES}. Beyond that the replay would
+ * hold the live picture back longer than waiting for a recovery point.
+ */
+export function catchUpLimitBytes(profile: QosProfile, maxBitrateKbps: number | undefined): number {
+  const ceilingKbps =
+    maxBitrateKbps !== undefined && maxBitrateKbps > 0
+      ? Math.min(profile.ceilingKbps, maxBitrateKbps)
+      : profile.ceilingKbps;
+  return Math.min(CATCH_UP_MAX_BYTES, (ceilingKbps * 1000 * 2) / 8);
 }

@@ -22,6 +22,24 @@ export type ControlRole = z.infer<typeof role>;
 
 const qosProfile = z.enum(['latency', 'balanced', 'quality']);
 
+const catchUp = z
+  .object({
+    channel: z.number().int().min(1).max(255),
+    last_frame: z.number().int().min(0).max(0xffff),
+    frames: z.number().int().min(1).max(0xffff),
+    live: z.boolean(),
+  })
+  .strict();
+
+/**
+ * What the robot replays to a joining session on one video channel (in `welcome`): the frames up
+ * to `last_frame` are the latest keyframe and, when `live`, every frame after it, sent at once so
+ * the pilot decodes through them and paints `last_frame`, the current picture. Without `live` only
+ * the keyframe comes (the frames after it exceeded the replay bound): a picture to show, marked as
+ * not live until the next keyframe.
+ */
+export type ControlCatchUp = z.infer<typeof catchUp>;
+
 const messages = [
   z
     .object({
@@ -40,6 +58,7 @@ const messages = [
       qos: z
         .object({ profile: qosProfile, presentation_delay_ms: z.number().int().min(0).max(10_000) })
         .strict(),
+      catch_up: z.array(catchUp).max(255).optional(),
     })
     .strict(),
   z.object({ type: z.literal('denied'), reason: z.string().max(256) }).strict(),

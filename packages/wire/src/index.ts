@@ -13,6 +13,7 @@ export {
   WIRE_VERSION,
 } from './chunk/header.js';
 export {
+  type ControlCatchUp,
   type ControlChannel,
   ControlLineReader,
   type ControlMessage,

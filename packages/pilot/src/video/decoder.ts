@@ -1,4 +1,4 @@
-import { type AssembledFrame, type FrameLoss, seqDiff32 } from '@svc/wire';
+import { type AssembledFrame, type FrameLoss, seqDiff16, seqDiff32 } from '@svc/wire';
 import { reportListenerError } from '../listener.js';
 import { codecFamily, explainUnsupported, type VideoCodecFamily } from './codec.js';
 import { VideoStats } from './stats.js';
@@ -52,6 +52,11 @@ export interface DecodedFrameMeta {
   readonly submittedMs: number;
   /** Local clock (ms) when the decoder returned it. */
   readonly decodedMs: number;
+  /**
+   * Decoded only to reach the current picture: a frame of the robot's replay to a joining
+   * session before its last one. It is not painted.
+   */
+  readonly replayed: boolean;
 }
 
 /** Construction options of a {@link VideoChannelDecoder}. */
@@ -78,7 +83,9 @@ export interface VideoChannelDecoderOptions {
 const MAX_CONSECUTIVE_FAILURES = 3;
 
 /** Meta of submitted chunks kept for their output; beyond it the oldest is forgotten. */
-const MAX_PENDING_META = 64;
+const MAX_PENDING_META = 512;
+/** Frames held while the codec check runs (a joining session's replay arrives meanwhile). */
+const MAX_EARLY_FRAMES = 512;
 
 /** The GOP position saturates at this value on the wire. */
 const GOP_POSITION_MAX = 0xffff;
@@ -122,6 +129,12 @@ export class VideoChannelDecoder {
   readonly #pendingMeta = new Map<number, PendingMeta[]>();
   #jpegChain: Promise<void> = Promise.resolve();
   #jpegPending = 0;
+  /** Frames that arrived during the codec check, handled once it is done. */
+  #early: AssembledFrame[] = [];
+  /** Last frame id of the robot's replay still to come (decode through, never drop). */
+  #replayUntil: number | undefined;
+  /** Replay chunks in the decoder: they do not count as the decoder falling behind. */
+  #replayInFlight = 0;
 
   constructor(options: VideoChannelDecoderOptions) {
     if (options.lossPolicy !== 'continue' && options.lossPolicy !== 'freeze') {
@@ -159,17 +172,36 @@ export class VideoChannelDecoder {
     const problem = await this.#checkSupport();
     // `close()` may have run while the check was pending.
     if (this.#isClosed()) return this.#state;
+    const early = this.#early.splice(0);
     if (problem !== undefined) {
       this.#setState({ kind: 'unsupported', codec: this.codec, ...problem });
     } else {
       this.#enterWait('join');
+      for (const frame of early) this.handleFrame(frame);
     }
     return this.#state;
   }
 
+  /**
+   * The robot replays the frames up to `lastFrameId` to this joining session (its latest keyframe
+   * and what followed): they are all decoded, none dropped for backpressure, and all but the last
+   * are marked {@link DecodedFrameMeta.replayed} so only the current picture is painted.
+   */
+  catchUp(lastFrameId: number): void {
+    if (!Number.isInteger(lastFrameId) || lastFrameId < 0 || lastFrameId > 0xffff)
+      throw new TypeError(`lastFrameId must be a frame id 0..65535, got ${lastFrameId}`);
+    this.#replayUntil = lastFrameId;
+  }
+
   /** Takes one whole frame from the reassembler, in frame-id order. */
   handleFrame(frame: AssembledFrame): void {
+    if (this.#state.kind === 'starting' && this.#early.length < MAX_EARLY_FRAMES) {
+      this.#early.push(frame);
+      return;
+    }
     const submittedMs = this.#now();
+    const replay = this.#replayUntil === undefined ? undefined : seqDiff16(frame.frameId, this.#replayUntil);
+    if (replay !== undefined && replay >= 0) this.#replayUntil = undefined;
     this.stats.recordReceived(frame.data.byteLength, frame.chunksRecovered > 0);
     const captureTimestampUs = this.#unwrapCapture(frame.captureTimestampUs);
     const keyframe = frame.keyframe || this.#family === 'mjpeg';
@@ -200,9 +232,10 @@ export class VideoChannelDecoder {
       senderTimestampUs: frame.senderTimestampUs,
       receivedMs: frame.completedMs,
       submittedMs,
+      replayed: replay !== undefined && replay < 0,
     };
     if (this.#family === 'mjpeg') this.#decodeJpeg(frame.data, meta);
-    else this.#decodeChunk(frame.data, meta);
+    else this.#decodeChunk(frame.data, meta, replay !== undefined && replay <= 0);
   }
 
   /** Takes one loss report from the reassembler. */
@@ -239,6 +272,7 @@ export class VideoChannelDecoder {
     if (this.#state.kind === 'closed') return;
     this.#closeDecoder();
     this.#pendingMeta.clear();
+    this.#early = [];
     this.#setState({ kind: 'closed' });
   }
 
@@ -309,9 +343,10 @@ export class VideoChannelDecoder {
     }
   }
 
-  #decodeChunk(data: Uint8Array, meta: PendingMeta): void {
+  #decodeChunk(data: Uint8Array, meta: PendingMeta, replay: boolean): void {
     const decoder = this.#decoder ?? this.#openDecoder();
-    if (!meta.keyframe && decoder.decodeQueueSize > this.#maxDecodeQueue) {
+    if (replay) this.#replayInFlight++;
+    else if (!meta.keyframe && decoder.decodeQueueSize - this.#replayInFlight > this.#maxDecodeQueue) {
       this.stats.recordDropped();
       this.#enterWait('backpressure');
       this.#requestKeyframe('backpressure');
@@ -342,6 +377,7 @@ export class VideoChannelDecoder {
   }
 
   #closeDecoder(): void {
+    this.#replayInFlight = 0;
     const decoder = this.#decoder;
     this.#decoder = undefined;
     if (decoder !== undefined && decoder.state !== 'closed') decoder.close();
@@ -352,6 +388,8 @@ export class VideoChannelDecoder {
       frame.close();
       return;
     }
+    // Outputs come in submission order: the replay's first.
+    if (this.#replayInFlight > 0) this.#replayInFlight--;
     const pending = this.#takeMeta(frame.timestamp);
     if (pending === undefined) {
       // Output the decoder made up (no chunk of ours has this timestamp): nothing to present it with.

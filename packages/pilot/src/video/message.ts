@@ -56,3 +56,53 @@ function findOverlay(container: HTMLElement): HTMLElement | null {
   }
   return null;
 }
+
+/** The attribute that marks the badge; tests and styles find it by `[data-svc-video-badge]`. */
+export const VIDEO_BADGE_ATTRIBUTE = 'data-svc-video-badge';
+
+/**
+ * Shows `text` as a small badge in the top-left corner of the video area of `container`
+ * (replacing any earlier badge), leaving the picture visible: for a picture that is shown but is
+ * not live. `role="status"` so screen readers announce it.
+ *
+ * @returns The badge element.
+ */
+export function showVideoBadge(container: HTMLElement, text: string): HTMLElement {
+  let badge = findMarked(container, VIDEO_BADGE_ATTRIBUTE);
+  if (badge === null) {
+    badge = container.ownerDocument.createElement('div');
+    badge.setAttribute(VIDEO_BADGE_ATTRIBUTE, '');
+    badge.setAttribute('role', 'status');
+    Object.assign(badge.style, {
+      position: 'absolute',
+      top: '0.5em',
+      left: '0.5em',
+      zIndex: '1',
+      padding: '0.2em 0.6em',
+      borderRadius: '0.3em',
+      background: 'rgba(170, 30, 30, 0.85)',
+      color: '#ffffff',
+      font: '600 13px/1.3 system-ui, sans-serif',
+      maxWidth: 'calc(100% - 1em)',
+    } satisfies Partial<CSSStyleDeclaration>);
+    const view = container.ownerDocument.defaultView;
+    if (view !== null && view.getComputedStyle(container).position === 'static') {
+      container.style.position = 'relative';
+    }
+    container.append(badge);
+  }
+  badge.textContent = text;
+  return badge;
+}
+
+/** Removes the badge {@link showVideoBadge} put on `container`, if any. */
+export function clearVideoBadge(container: HTMLElement): void {
+  findMarked(container, VIDEO_BADGE_ATTRIBUTE)?.remove();
+}
+
+function findMarked(container: HTMLElement, attribute: string): HTMLElement | null {
+  for (const child of container.children) {
+    if (child instanceof HTMLElement && child.hasAttribute(attribute)) return child;
+  }
+  return null;
+}

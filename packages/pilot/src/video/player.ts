@@ -7,13 +7,16 @@ import {
   VideoChannelDecoder,
   type VideoChannelDecoderState,
 } from './decoder.js';
-import { clearVideoMessage, showVideoMessage } from './message.js';
+import { clearVideoBadge, clearVideoMessage, showVideoBadge, showVideoMessage } from './message.js';
 import { CanvasPresenter, type PaintReport, type RequestFrame } from './presenter.js';
 import { VideoStats, type VideoStatsSnapshot } from './stats.js';
 
+/** The badge on a replayed keyframe that is not the current picture. */
+const NOT_LIVE_TEXT = 'Not live: the last keyframe the robot had; live video follows at the next one';
+
 /** A painted frame with its send→paint latency, reported through {@link VideoChannelPlayerOptions.onPaint}. */
 export interface PlayerPaintReport extends PaintReport<DecodedFrameMeta> {
-  /** Send→paint latency, ms, with the current clock offset. */
+  /** Send→paint latency, ms, with the current clock offset; `NaN` until the offset is known. */
   readonly latencyMs: number;
 }
 
@@ -56,6 +59,11 @@ export class VideoChannelPlayer {
   readonly #onStateChange: VideoChannelPlayerOptions['onStateChange'];
   readonly #onPaint: VideoChannelPlayerOptions['onPaint'];
   #showingMessage = false;
+  /** Whether the daemon's clock offset is known (latency is meaningless before). */
+  #clockKnown: boolean;
+  /** The replayed keyframe that is not live (painted with a badge), until a later frame is painted. */
+  #staleFrameId: number | undefined;
+  #showingBadge = false;
 
   constructor(options: VideoChannelPlayerOptions) {
     const now = options.now ?? (() => performance.now());
@@ -63,6 +71,7 @@ export class VideoChannelPlayer {
     this.#onStateChange = options.onStateChange;
     this.#onPaint = options.onPaint;
     this.#stats = new VideoStats({ now, clockOffsetMs: options.clockOffsetMs ?? 0 });
+    this.#clockKnown = options.clockOffsetMs !== undefined;
 
     const canvas = options.container.ownerDocument.createElement('canvas');
     canvas.setAttribute('data-svc-video-canvas', '');
@@ -82,7 +91,14 @@ export class VideoChannelPlayer {
       lossPolicy: options.lossPolicy,
       now,
       stats: this.#stats,
-      onFrame: (frame, meta) => this.#presenter.present(frame, meta),
+      onFrame: (frame, meta) => {
+        if (meta.replayed) {
+          frame.close();
+          this.#stats.recordReplayed();
+          return;
+        }
+        this.#presenter.present(frame, meta);
+      },
       onRequestKeyframe: options.onRequestKeyframe,
       onStateChange: (state) => this.#stateChanged(state),
     });
@@ -102,6 +118,17 @@ export class VideoChannelPlayer {
     return this.#decoder.start();
   }
 
+  /**
+   * The robot replays its latest keyframe and the frames after it up to `lastFrameId` to this
+   * joining session: they are decoded and only the last is painted, so the first picture is the
+   * current one. Without `live` the replay was the keyframe alone (what followed it was more
+   * than the robot replays): it is painted with a "not live" badge until a later frame is.
+   */
+  catchUp(lastFrameId: number, live: boolean): void {
+    this.#decoder.catchUp(lastFrameId);
+    this.#staleFrameId = live ? undefined : lastFrameId;
+  }
+
   /** Takes one whole frame from the reassembler. */
   handleFrame(frame: AssembledFrame): void {
     this.#decoder.handleFrame(frame);
@@ -117,6 +144,7 @@ export class VideoChannelPlayer {
     if (!Number.isFinite(clockOffsetMs))
       throw new TypeError(`clockOffsetMs must be finite, got ${clockOffsetMs}`);
     this.#stats.clockOffsetMs = clockOffsetMs;
+    this.#clockKnown = true;
   }
 
   /** The channel's statistics as a plain JSON object. */
@@ -139,7 +167,9 @@ export class VideoChannelPlayer {
     this.#presenter.close();
     this.canvas.remove();
     if (this.#showingMessage) clearVideoMessage(this.#container);
+    if (this.#showingBadge) clearVideoBadge(this.#container);
     this.#showingMessage = false;
+    this.#showingBadge = false;
   }
 
   #stateChanged(state: VideoChannelDecoderState): void {
@@ -159,7 +189,19 @@ export class VideoChannelPlayer {
   }
 
   #painted(report: PaintReport<DecodedFrameMeta>): void {
-    const latencyMs = this.#stats.recordLatency(report.paintMs, report.meta.senderTimestampUs);
+    if (this.#staleFrameId !== undefined) {
+      if (report.meta.frameId === this.#staleFrameId) {
+        showVideoBadge(this.#container, NOT_LIVE_TEXT);
+        this.#showingBadge = true;
+      } else {
+        this.#staleFrameId = undefined;
+        clearVideoBadge(this.#container);
+        this.#showingBadge = false;
+      }
+    }
+    const latencyMs = this.#clockKnown
+      ? this.#stats.recordLatency(report.paintMs, report.meta.senderTimestampUs)
+      : Number.NaN;
     this.#onPaint?.({ ...report, latencyMs });
   }
 }

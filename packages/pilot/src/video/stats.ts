@@ -49,6 +49,8 @@ export interface VideoStatsSnapshot {
   readonly late: number;
   /** Frames drawn on the canvas. */
   readonly painted: number;
+  /** Frames of the robot's replay at join decoded to reach the current picture, not painted. */
+  readonly replayed: number;
   /** Delta frames skipped while waiting for a keyframe (at join, after an error or a loss). */
   readonly waitingForKeyframe: number;
   /** Keyframes asked of the sender. */
@@ -97,6 +99,7 @@ export class VideoStats {
   #dropped = 0;
   #late = 0;
   #painted = 0;
+  #replayed = 0;
   #waitingForKeyframe = 0;
   #keyframeRequests = 0;
   #reanchors = 0;
@@ -149,6 +152,11 @@ export class VideoStats {
     this.#late++;
   }
 
+  /** Counts one replayed frame decoded and not painted (see {@link VideoStatsSnapshot.replayed}). */
+  recordReplayed(): void {
+    this.#replayed++;
+  }
+
   /** Counts one delta frame skipped while waiting for a keyframe. */
   recordWaitingForKeyframe(): void {
     this.#waitingForKeyframe++;
@@ -199,6 +207,7 @@ export class VideoStats {
       decoded: this.#decoded,
       decodeErrors: this.#decodeErrors,
       dropped: this.#dropped,
+      replayed: this.#replayed,
       late: this.#late,
       painted: this.#painted,
       waitingForKeyframe: this.#waitingForKeyframe,

@@ -1,0 +1,81 @@
+import {
+  type QosProfile,
+  RECOVERY_REQUEST_INTERVAL_MS,
+  RecoveryLadder,
+  type RecoveryRequest,
+} from '@svc/qos';
+import type { PublisherControlMessage } from '@svc/wire';
+
+/** Options of {@link ChannelRecovery}. */
+export interface ChannelRecoveryOptions {
+  /** The video channel's wire id. */
+  readonly channel: number;
+  readonly profile: QosProfile;
+  /** `[agent] recovery_ladder`. */
+  readonly ladder: boolean;
+  /** Sends one publisher-control datagram (fire and forget). */
+  readonly send: (message: PublisherControlMessage) => void;
+  /** Monotonic clock, ms. */
+  readonly now: () => number;
+}
+
+/**
+ * Recovery requests of one video channel to its publisher: the ladder of `@svc/qos` (its 250 ms
+ * limit included) fed with the channel's events, and a timer that releases a request the limit
+ * held back. Without a `[publisher_control]` address nobody is asked and the next natural
+ * keyframe serves.
+ */
+export class ChannelRecovery {
+  readonly #options: ChannelRecoveryOptions;
+  readonly #ladder: RecoveryLadder;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
+
+  constructor(options: ChannelRecoveryOptions) {
+    this.#options = options;
+    this.#ladder = new RecoveryLadder({
+      recoveryGraceMs: options.profile.recoveryGraceMs,
+      enabled: options.ladder,
+    });
+  }
+
+  /** The ladder's counters. */
+  get stats() {
+    return this.#ladder.stats;
+  }
+
+  /** A pilot joined without a current picture, or asked for a keyframe: `idr`, outside the ladder. */
+  keyframeNeeded(reason: 'join' | 'pilot-request'): void {
+    this.#emit(this.#ladder.handleKeyframeRequest(this.#options.now(), reason));
+  }
+
+  /** A pilot reported a frame it could not repair, or the send path dropped frames. */
+  lossReported(reason: string): void {
+    this.#emit(this.#ladder.handleLoss(this.#options.now(), reason));
+  }
+
+  /** A keyframe came from the publisher. */
+  recoveryPoint(): void {
+    this.#ladder.handleRecoveryPoint(this.#options.now());
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+  }
+
+  #emit(request: RecoveryRequest | null): void {
+    if (this.#closed) return;
+    if (request !== null) {
+      this.#options.send({ type: 'recovery-request', channel: this.#options.channel, ...request });
+    }
+    // A request the limit held back goes out when the limit allows.
+    if (this.#ladder.pending !== null && this.#timer === undefined) {
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        this.#emit(this.#ladder.handleTick(this.#options.now()));
+      }, RECOVERY_REQUEST_INTERVAL_MS);
+      this.#timer.unref?.();
+    }
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * A joining pilot's first picture: the robot replays the latest keyframe and what followed so the
+ * pilot paints the current picture without waiting for the source's next keyframe; over the
+ * replay bound it gets the keyframe alone, marked not live, and the publisher is asked for an IDR.
+ * Real GStreamer publishers (one that ignores publisher control, one that answers it), real
+ * svc-cloud and svcd, the pilot SDK in Chromium.
+ */
+import { createSocket } from 'node:dgram';
+import { fileURLToPath } from 'node:url';
+import { ChromiumSession, freeUdpPort, type RunningPublisher, startPublisher } from '@svc/testkit';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { WatchResult } from './fixtures/pilot-page.js';
+import { type Fleet, type FleetRobot, startFleet } from './support/fleet.js';
+
+const page = fileURLToPath(new URL('./fixtures/pilot-page.ts', import.meta.url));
+/** Ten seconds at 30 fps: no natural keyframe comes while a test watches. */
+const GOP_FRAMES = 300;
+
+let chromium: ChromiumSession;
+let fleet: Fleet;
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  [chromium, fleet] = await Promise.all([ChromiumSession.open(), startFleet()]);
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+afterAll(async () => {
+  await chromium?.close();
+  await fleet?.stop();
+});
+
+/** A publisher streaming to a new RTP port, and a robot of alice's org ingesting it. */
+async function publishedRobot(
+  robotId: string,
+  publisher: { answer: boolean; pattern?: 'ball' | 'snow' },
+  channelExtra: string[] = [],
+): Promise<{ robot: FleetRobot; camera: RunningPublisher }> {
+  const port = await freeUdpPort();
+  const camera = await startPublisher({
+    port,
+    answer: publisher.answer,
+    gopFrames: GOP_FRAMES,
+    ...(publisher.pattern !== undefined && { pattern: publisher.pattern }),
+  });
+  cleanups.push(() => camera.stop());
+  const robot = await fleet.robot(
+    robotId,
+    [
+      '[[channel]]',
+      'kind = "video"',
+      'name = "front"',
+      `input = "rtp://127.0.0.1:${port}"`,
+      'codec = "avc1.42c00d"',
+      'fps = 30',
+      ...channelExtra,
+    ],
+    { publisherControl: camera.controlAddress },
+  );
+  cleanups.push(() => robot.remove());
+  return { robot, camera };
+}
+
+const watch = async (robot: FleetRobot, seconds: number) =>
+  chromium.run<WatchResult>({
+    entry: page,
+    exportName: 'watch',
+    args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token('observe'), seconds],
+    timeoutMs: 60_000,
+  });
+
+const video = (r: WatchResult) => Object.values(r.stats.channels)[0]!;
+
+describe('first picture at join', () => {
+  it('a publisher that ignores requests, 10 s GOP: joining mid-GOP, the pilot decodes the replay and paints from the current picture on, never waiting for a keyframe', async () => {
+    // Publisher control goes to a socket that only listens: nobody acts on it.
+    const control = createSocket('udp4');
+    const heard: Record<string, unknown>[] = [];
+    control.on('message', (m) => heard.push(JSON.parse(m.toString('utf8')) as Record<string, unknown>));
+    await new Promise<void>((resolve) => control.bind(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => control.close(() => resolve())));
+    const port = await freeUdpPort();
+    const robot = await fleet.robot(
+      'replay-live',
+      [
+        '[[channel]]',
+        'kind = "video"',
+        'name = "front"',
+        `input = "rtp://127.0.0.1:${port}"`,
+        'codec = "avc1.42c00d"',
+        'fps = 30',
+      ],
+      { publisherControl: `127.0.0.1:${control.address().port}` },
+    );
+    cleanups.push(() => robot.remove());
+    // The robot listens before the camera starts, so it has the GOP's keyframe.
+    const camera = await startPublisher({ port, answer: false, gopFrames: GOP_FRAMES });
+    cleanups.push(() => camera.stop());
+    const result = await watch(robot, 3);
+    const stats = video(result);
+    expect(stats.replayed, JSON.stringify(result.stats)).toBeGreaterThan(0); // frames before the current one: decoded, not painted
+    expect(stats.waitingForKeyframe).toBe(0);
+    expect(stats.painted, JSON.stringify(result.stats)).toBeGreaterThanOrEqual(45);
+    expect(result.badges).toEqual([]);
+    // The join asked for an IDR; nobody answered, and the stream went on.
+    expect(heard).toContainEqual({ type: 'recovery-request', channel: 1, kind: 'idr', reason: 'join' });
+  });
+
+  it('over the replay bound: the keyframe alone, badged as not live, until the IDR the publisher sends on request makes it live', async () => {
+    // 100 kbit/s lowers the replay bound to 25 KB: a few seconds of noise exceed it.
+    const { robot, camera } = await publishedRobot('replay-bound', { answer: true, pattern: 'snow' }, [
+      'max_bitrate_kbps = 100',
+    ]);
+    // A first pilot watches for a while (its join brings an IDR too), so the GOP grows past the bound.
+    await watch(robot, 3);
+    const forcedBefore = camera.actions().filter((a) => a.event === 'keyframe-forced').length;
+    const result = await watch(robot, 3);
+    const stats = video(result);
+    expect(result.badges.some((text) => text.startsWith('Not live'))).toBe(true);
+    expect(result.badgeAtEnd).toBe(false);
+    expect(stats.painted).toBeGreaterThanOrEqual(30);
+    expect(camera.actions().filter((a) => a.event === 'keyframe-forced').length).toBeGreaterThan(
+      forcedBefore,
+    );
+  });
+});
