@@ -107,11 +107,15 @@ interface ChannelPlayback {
   readonly player: VideoChannelPlayer;
   readonly reassembler: Reassembler;
   lastKeyframeRequest: number;
+  /** Reassembler counters at the last `loss` report. */
+  reported: { expected: number; arrived: number; framesLost: number };
 }
 
 /** At most one keyframe request per channel this often (the robot rate-limits too). */
 const KEYFRAME_REQUEST_INTERVAL_MS = 250;
 const PING_INTERVAL_MS = 1000;
+/** `loss` and `pilot-stats` go to the robot this often (its rate controller runs once a second). */
+const REPORT_INTERVAL_MS = 1000;
 /** Datagrams kept while `welcome` is on its way (a replay of about 1 MB, with parity). */
 const MAX_EARLY_DATAGRAMS = 2048;
 const TICK_INTERVAL_MS = 20;
@@ -218,6 +222,16 @@ export class PilotConnection {
     return true;
   }
 
+  /**
+   * Asks the robot for another QoS profile (`set-qos`): the driver's choice of what the link is
+   * used for. Returns `false`, sending nothing, when not connected or when this session observes.
+   */
+  setQos(profile: Extract<ControlMessage, { type: 'set-qos' }>['profile']): boolean {
+    if (this.#state !== 'connected' || this.#role !== 'driver') return false;
+    void this.#send({ type: 'set-qos', profile });
+    return true;
+  }
+
   /** A snapshot of every channel's statistics. */
   stats(): PilotConnectionStats {
     const channels = { ...this.#lastStats };
@@ -286,6 +300,7 @@ export class PilotConnection {
     const controlDone = this.#readControl(control.readable);
     this.#timers.push(
       setInterval(() => void this.#send({ type: 'ping', t: performance.now() }), PING_INTERVAL_MS),
+      setInterval(() => this.#report(), REPORT_INTERVAL_MS),
     );
     this.#timers.push(
       setInterval(() => {
@@ -456,17 +471,24 @@ export class PilotConnection {
   ): Promise<void> {
     const area = document.createElement('div');
     area.dataset.svcChannel = String(channel.id);
+    const lossPolicy = profile === 'quality' ? 'freeze' : 'continue';
     this.#options.container.append(area);
     const playback: ChannelPlayback = {
       channel,
       lastKeyframeRequest: Number.NEGATIVE_INFINITY,
+      reported: { expected: 0, arrived: 0, framesLost: 0 },
       player: new VideoChannelPlayer({
         container: area,
         codec: channel.codec,
         presentationDelayMs,
-        lossPolicy: profile === 'quality' ? 'freeze' : 'continue',
+        lossPolicy,
         ...(this.#clockOffsetMs !== undefined && { clockOffsetMs: this.#clockOffsetMs }),
-        onRequestKeyframe: () => this.#requestKeyframe(playback),
+        onRequestKeyframe: (reason) => {
+          // With 'continue' a broken chain decodes on: the loss report drives the robot's
+          // recovery ladder (ltr first); an IDR for every loss would waste the link.
+          if (lossPolicy === 'continue' && (reason === 'frame-lost' || reason === 'gop-gap')) return;
+          this.#requestKeyframe(playback);
+        },
         ...(this.#options.onPaint !== undefined && {
           onPaint: (report: PlayerPaintReport) => this.#options.onPaint?.(channel.id, report),
         }),
@@ -514,6 +536,41 @@ export class PilotConnection {
     };
     this.#commands.set(channel.id, entry);
     this.#commands.set(channel.name, entry);
+  }
+
+  /**
+   * Once a second, per video channel: `loss` (chunk loss on the path and frames given up since
+   * the last report, what the robot's rate controller and recovery ladder run on) and
+   * `pilot-stats` (what was decoded and painted).
+   */
+  #report(): void {
+    const stats: Record<string, Record<string, number>> = {};
+    for (const [id, p] of this.#playback) {
+      const r = p.reassembler.stats;
+      const arrived = r.datagrams - r.duplicates - r.malformed;
+      const expected = r.chunksExpected - p.reported.expected;
+      const lost = Math.max(0, expected - (arrived - p.reported.arrived));
+      void this.#send({
+        type: 'loss',
+        channel: id,
+        chunk_loss: expected > 0 ? Math.min(1, lost / expected) : 0,
+        frames_lost: r.framesLost - p.reported.framesLost,
+      });
+      p.reported = { expected: r.chunksExpected, arrived, framesLost: r.framesLost };
+      const v = p.player.stats();
+      stats[String(id)] = {
+        frames_received: v.framesReceived,
+        frames_repaired: v.framesRepaired,
+        frames_lost: v.framesLost,
+        decoded: v.decoded,
+        dropped: v.dropped,
+        late: v.late,
+        painted: v.painted,
+        bitrate_bps: Math.round(v.bitrateBps),
+        ...(v.latency.p50Ms !== null && { latency_p50_ms: v.latency.p50Ms }),
+      };
+    }
+    if (Object.keys(stats).length > 0) void this.#send({ type: 'pilot-stats', channels: stats });
   }
 
   #requestKeyframe(playback: ChannelPlayback): void {

@@ -58,6 +58,8 @@ export interface PilotSessionOptions {
    * pilot sent `request-keyframe` (`pilot-request`). The caller rate-limits per channel.
    */
   readonly onRecoveryNeeded?: (channelId: number, reason: 'join' | 'pilot-request') => void;
+  /** The pilot reported frames it gave up on a video channel (its `loss` line, frames lost > 0). */
+  readonly onLossReported?: (channelId: number, framesLost: number, chunkLoss: number) => void;
 }
 
 /** Session-wide datagram counters, reported in `agent-stats` under channel key `"0"`. */
@@ -190,11 +192,20 @@ export class PilotSession {
         if (this.#options.channels.some((c) => c.config.id === message.channel))
           this.#recoveryNeeded(message.channel, 'pilot-request');
         return;
+      case 'loss':
+        if (message.frames_lost > 0 && this.#options.channels.some((c) => c.config.id === message.channel)) {
+          try {
+            this.#options.onLossReported?.(message.channel, message.frames_lost, message.chunk_loss);
+          } catch (err) {
+            this.#options.logger.error({ err: String(err), channel: message.channel }, 'loss report failed');
+          }
+        }
+        return;
       case 'bye':
         this.#session.close(0, message.reason ?? 'bye');
         return;
       default:
-        return; // loss, set-qos, pilot-stats: consumed by the QoS controller when it lands
+        return; // set-qos, pilot-stats: consumed by the QoS controller when it lands
     }
   }
 

@@ -136,6 +136,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
         logger,
         closeGraceMs: CLOSE_GRACE_MS,
         onRecoveryNeeded: (channelId, reason) => recovery.get(channelId)?.keyframeNeeded(reason),
+        onLossReported: (channelId) => recovery.get(channelId)?.lossReported('pilot-loss'),
       });
     },
   });

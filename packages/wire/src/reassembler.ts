@@ -73,6 +73,12 @@ export interface ReassemblerStats {
   framesLost: number;
   /** Data chunks rebuilt from parity. */
   chunksRecovered: number;
+  /**
+   * Chunks (data and parity) of every block seen at least once: what the sender sent of them.
+   * With `datagrams`, `duplicates` and `malformed` it gives the chunk loss on the path (a block
+   * none of whose chunks arrived is not counted).
+   */
+  chunksExpected: number;
 }
 
 /** Construction options of a {@link Reassembler}. */
@@ -168,6 +174,7 @@ export class Reassembler {
     framesRepaired: 0,
     framesLost: 0,
     chunksRecovered: 0,
+    chunksExpected: 0,
   };
   readonly #onFrame: (frame: AssembledFrame) => void;
   readonly #onFrameLost: (loss: FrameLoss) => void;
@@ -336,6 +343,7 @@ export class Reassembler {
     }
     const created = new PendingBlock(h);
     frame.blocks.set(h.blockIndex, created);
+    this.stats.chunksExpected += h.dataCount + h.parityCount;
     return created;
   }
 

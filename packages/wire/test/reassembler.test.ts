@@ -52,6 +52,19 @@ describe('Reassembler', () => {
     expect(reassembler.stats.surplus).toBe(2);
   });
 
+  it('counts the chunks the sender sent of every block it saw, so the pilot can tell chunk loss', () => {
+    const frame = testFrame(6000, { rate: 0, minPerBlock: 3 });
+    const packed = packOne(frame);
+    const { reassembler } = recordingReassembler();
+    // Two of the frame's chunks are lost on the way.
+    packed.datagrams.forEach((d, i) => {
+      if (i !== 1 && i !== 4) reassembler.handleDatagram(d, 0);
+    });
+    const { chunksExpected, datagrams, duplicates, malformed } = reassembler.stats;
+    expect(chunksExpected).toBe(packed.datagrams.length);
+    expect(chunksExpected - (datagrams - duplicates - malformed)).toBe(2);
+  });
+
   it('repairs any m lost chunks of a block', () => {
     const frame = testFrame(6000, { rate: 0, minPerBlock: 3 });
     const packed = packOne(frame);
