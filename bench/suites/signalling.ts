@@ -16,7 +16,7 @@
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -106,6 +106,8 @@ export const suite: BenchSuite = {
       await start();
       const listeningAt = performance.now();
       const cpuAtListen = await cpuSeconds(server!.pid!);
+      const threadsAtListen = await cpuByThread(server!.pid!);
+      const perf = await startPerf(server!.pid!);
       for (const worker of workers) worker.child.send({ reconnect: true });
       const back = await waitFor(
         () => sum(workers, 'authenticated') - before,
@@ -114,7 +116,9 @@ export const suite: BenchSuite = {
           `connecting ${sum(workers, 'connecting')} waiting ${sum(workers, 'waiting')} closes ${sum(workers, 'closes')}`,
       );
       const doneAt = performance.now();
+      await perf?.stop();
       const stormCpu = (await cpuSeconds(server!.pid!)) - cpuAtListen;
+      const stormThreads = diffThreads(await cpuByThread(server!.pid!), threadsAtListen);
       report({
         name: `reconnect storm: ${back} robots re-authenticated after svc-cloud listens again`,
         value: (doneAt - listeningAt) / 1000,
@@ -125,6 +129,7 @@ export const suite: BenchSuite = {
           serverStopS: (listeningBefore - restartAt) / 1000,
           serverStartS: (listeningAt - listeningBefore) / 1000,
           serverCpuS: stormCpu,
+          serverCpuByThreadS: stormThreads,
         },
       });
       report({
@@ -197,6 +202,32 @@ async function seed(dataDir: string): Promise<string> {
   } finally {
     await database.close();
   }
+}
+
+/**
+ * `SVC_BENCH_PERF=<file>`: records the server during the storm with Linux `perf` (CPU clock, call
+ * graphs) into `<file>`; run the server with `SVC_BENCH_CLOUD_NODE_FLAGS=--perf-basic-prof` so
+ * JavaScript frames have names. Unset: nothing is recorded.
+ */
+async function startPerf(pid: number): Promise<{ stop(): Promise<void> } | undefined> {
+  const file = process.env.SVC_BENCH_PERF;
+  if (file === undefined || file === '') return undefined;
+  const child = spawn(
+    'perf',
+    ['record', '-e', 'cpu-clock', '-F', '997', '-g', '-p', String(pid), '-o', file],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  await new Promise((resolve) => setTimeout(resolve, 500)); // perf attaches to every thread
+  return {
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGINT');
+      await exited;
+    },
+  };
 }
 
 function startServer(dataDir: string, port: number): ChildProcess {
@@ -301,6 +332,46 @@ async function cpuSeconds(pid: number): Promise<number> {
   // Fields after the command name (which may hold spaces) start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * User and system CPU time of the process's event loop thread (`main`) and of all its other threads
+ * together (`others`: libuv's pool, the garbage collector's helpers), seconds: says where a change
+ * moved the work.
+ */
+async function cpuByThread(pid: number): Promise<Record<string, { user: number; system: number }>> {
+  const out: Record<string, { user: number; system: number }> = {};
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const name = tid === String(pid) ? 'main' : 'others';
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const entry = out[name] ?? { user: 0, system: 0 };
+    out[name] = entry;
+    entry.user += Number(fields[11]) / 100;
+    entry.system += Number(fields[12]) / 100;
+  }
+  return out;
+}
+
+function diffThreads(
+  after: Record<string, { user: number; system: number }>,
+  before: Record<string, { user: number; system: number }>,
+): Record<string, { user: number; system: number }> {
+  const out: Record<string, { user: number; system: number }> = {};
+  for (const [name, a] of Object.entries(after)) {
+    const b = before[name] ?? { user: 0, system: 0 };
+    out[name] = { user: round2(a.user - b.user), system: round2(a.system - b.system) };
+  }
+  return out;
+}
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
 }
 
 async function rssBytes(pid: number): Promise<number> {

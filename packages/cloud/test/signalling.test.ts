@@ -6,7 +6,8 @@
 import { SIGNAL_SUBPROTOCOL } from '@svc/wire';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { auditLog, robots } from '../src/db/index.js';
+import { auditLog, type CloudDb, robots } from '../src/db/index.js';
+import { RobotKeyLoader } from '../src/signalling/index.js';
 import { databaseBackends } from './support/databases.js';
 import { startTestProvider, type TestProvider } from './support/oidc.js';
 import {
@@ -127,6 +128,43 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
       await second.sync();
       const listed = await h.http('GET', `/api/v1/robots/${robot.robotId}`, alice.token);
       expect(listed.body.robot.online).toBe(true);
+    });
+  });
+
+  describe('robot lookups in a reconnect storm', () => {
+    it('answers many robots at once with a few statements, each with its own row or none', async () => {
+      const known = [await h.robot(id('amr'), alice.orgId), await h.robot(id('amr'), bob.orgId)];
+      let statements = 0;
+      const db = new Proxy(h.db, {
+        get(target, prop) {
+          if (prop !== 'select') return Reflect.get(target, prop);
+          return (...args: Parameters<CloudDb['select']>) => {
+            statements++;
+            return target.select(...args);
+          };
+        },
+      });
+      const loader = new RobotKeyLoader({ db, maxBatch: 100 });
+      const unknown = Array.from({ length: 248 }, (_, i) => id(`never-enrolled-${i}`));
+      // The same robot twice (a connection and the one replacing it) shares one answer.
+      const ids = [known[0]!.robotId, known[1]!.robotId, known[0]!.robotId, ...unknown];
+      const rows = await Promise.all(ids.map((robotId) => loader.load(robotId)));
+      loader.close();
+
+      expect(rows[0]).toEqual({
+        robotId: known[0]!.robotId,
+        orgId: alice.orgId,
+        publicKey: known[0]!.publicKey,
+      });
+      expect(rows[1]).toEqual({
+        robotId: known[1]!.robotId,
+        orgId: bob.orgId,
+        publicKey: known[1]!.publicKey,
+      });
+      expect(rows[2]).toEqual(rows[0]);
+      expect(rows.slice(3).filter((row) => row !== undefined)).toEqual([]);
+      // Two full batches go at once; the rest waits for an answer and goes in one more.
+      expect(statements).toBe(3);
     });
   });
 
