@@ -19,6 +19,7 @@ import type { PathSample } from './path-page.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const svcd = path.resolve(here, '../../packages/svcd/bin/svcd');
+const svcdCli = path.resolve(here, '../../packages/svcd/src/cli.ts');
 const page = path.join(here, 'path-page.ts');
 const FPS = 30;
 const FRAMES = 300; // ten seconds
@@ -203,9 +204,25 @@ async function startDaemon(rtpPort: number) {
     `[agent]\nrobot_id = "bench"\nsignal_url = "ws://localhost/ws"\ncredential_path = "${path.join(dir, 'credential')}"\nquic_port = ${await freeUdpPort()}\nmax_sessions = 8\n` +
       `[[channel]]\nkind = "video"\nname = "front"\ninput = "rtp://127.0.0.1:${rtpPort}"\ncodec = "avc1.42c01f"\nfps = ${FPS}\n`,
   );
-  const child = spawn(svcd, ['--config', config, '--dev', '--host', '127.0.0.1'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const args = ['--config', config, '--dev', '--host', '127.0.0.1'];
+  // SVC_BENCH_PROFILE_DIR=<dir>: the daemon writes a V8 CPU profile there when it stops.
+  const profileDir = process.env.SVC_BENCH_PROFILE_DIR;
+  const child =
+    profileDir === undefined
+      ? spawn(svcd, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(
+          process.execPath,
+          [
+            `--cpu-prof`,
+            `--cpu-prof-dir=${profileDir}`,
+            '--conditions=source',
+            '--import',
+            'tsx',
+            svcdCli,
+            ...args,
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
   let log = '';
   const listeners: (() => void)[] = [];
   const onData = (chunk: Buffer) => {

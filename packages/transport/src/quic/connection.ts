@@ -1,4 +1,4 @@
-import { Buffer } from 'node:buffer';
+import type { Buffer } from 'node:buffer';
 import { TransportError, type TransportErrorCode } from '../errors.js';
 import { type NativeConnection, type NativeHostPort, quiche, quicheError } from './binding.js';
 import { type EventMap, type Listener, TypedEmitter } from './emitter.js';
@@ -112,16 +112,21 @@ export interface QuicConnectionEvents extends EventMap {
 
 /** What a connection needs from the endpoint that owns its socket. Internal to the QUIC layer. */
 export interface ConnectionHost {
-  /** Sends one UDP datagram; `packet` is already a copy the socket may keep. */
-  sendPacket(packet: Buffer, to: NativeHostPort): void;
+  /**
+   * Memory for the next outgoing packet (at least the largest UDP payload we send): a view of
+   * the endpoint's send batch, valid until {@link ConnectionHost.commitPacket}.
+   */
+  packetBuffer(): Uint8Array;
+  /** The first `length` bytes of the last {@link ConnectionHost.packetBuffer} are a packet for `to`. */
+  commitPacket(length: number, to: NativeHostPort): void;
+  /** Sends the packets committed so far (the end of a flush). */
+  sendPackets(): void;
   /** The handshake completed. */
   established(conn: QuicConnection): void;
   /** The connection is closed and must leave the routing table. */
   removed(conn: QuicConnection): void;
   /** A listener threw, or processing failed unexpectedly. */
   reportError(err: unknown): void;
-  /** Scratch buffer for `send` (at least the largest UDP payload we send). */
-  readonly sendBuffer: Uint8Array;
   /** Scratch buffer for `streamRecv`. */
   readonly recvBuffer: Uint8Array;
 }
@@ -527,21 +532,23 @@ export class QuicConnection {
       this.#flushImmediate = undefined;
     }
     if (this.closed) return;
-    const buffer = this.#host.sendBuffer;
+    const host = this.#host;
     for (;;) {
       let result: ReturnType<NativeConnection['send']>;
       try {
-        result = this.#native.send(buffer);
+        // quiche writes the packet straight into the endpoint's send batch: no copy.
+        result = this.#native.send(host.packetBuffer());
       } catch {
         // A fatal error: quiche has closed the connection.
         break;
       }
       if (result === null) break;
       const [length, info] = result;
-      // Copy: `buffer` is reused for the next packet while the socket may still hold this one.
-      this.#host.sendPacket(Buffer.from(buffer.subarray(0, length)), info.to);
+      host.commitPacket(length, info.to);
       this.#peer = info.to;
     }
+    // Everything this flush produced leaves in one system call.
+    host.sendPackets();
     if (this.#closingByEndpoint) return;
     if (this.#native.isClosed()) {
       this.#finish();
