@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import dgram from 'node:dgram';
+import { appendFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -205,28 +206,21 @@ async function startDaemon(rtpPort: number) {
       `[[channel]]\nkind = "video"\nname = "front"\ninput = "rtp://127.0.0.1:${rtpPort}"\ncodec = "avc1.42c01f"\nfps = ${FPS}\n`,
   );
   const args = ['--config', config, '--dev', '--host', '127.0.0.1'];
-  // SVC_BENCH_PROFILE_DIR=<dir>: the daemon writes a V8 CPU profile there when it stops.
-  const profileDir = process.env.SVC_BENCH_PROFILE_DIR;
+  // SVC_BENCH_DAEMON_FLAGS: Node flags for the daemon, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+  // for a CPU profile written when it stops, or `--trace-gc`.
+  const flags = process.env.SVC_BENCH_DAEMON_FLAGS?.split(' ').filter((f) => f !== '') ?? [];
   const child =
-    profileDir === undefined
+    flags.length === 0
       ? spawn(svcd, args, { stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn(
-          process.execPath,
-          [
-            `--cpu-prof`,
-            `--cpu-prof-dir=${profileDir}`,
-            '--conditions=source',
-            '--import',
-            'tsx',
-            svcdCli,
-            ...args,
-          ],
-          { stdio: ['ignore', 'pipe', 'pipe'] },
-        );
+      : spawn(process.execPath, [...flags, '--conditions=source', '--import', 'tsx', svcdCli, ...args], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
   let log = '';
   const listeners: (() => void)[] = [];
   const onData = (chunk: Buffer) => {
     log += chunk.toString();
+    // SVC_BENCH_DAEMON_LOG=<file>: the daemon's output is also appended there.
+    if (process.env.SVC_BENCH_DAEMON_LOG) appendFileSync(process.env.SVC_BENCH_DAEMON_LOG, chunk);
     for (const l of listeners.splice(0)) l();
   };
   child.stdout.on('data', onData);
