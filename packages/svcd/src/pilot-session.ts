@@ -78,6 +78,8 @@ const PACING_HEADROOM = 3;
  * which the binding cannot hand over).
  */
 const PACING_GAIN = 1.25;
+/** The pacing rate is recomputed at every keyframe and at most this often otherwise (ms). */
+const PACING_UPDATE_MS = 100;
 /** The binding reports the RTT in whole milliseconds (0 on loopback): no less than this is used. */
 const MIN_PACING_RTT_MS = 1;
 /** Bytes that may leave back to back: a typical delta frame goes at once, a keyframe is spread. */
@@ -112,6 +114,7 @@ export class PilotSession {
     sensor_datagrams_refused: 0,
   };
   #helloSeen = false;
+  #pacedAt = Number.NEGATIVE_INFINITY;
   #welcomed = false;
   #ended = false;
   #open: OpenSession | undefined;
@@ -337,13 +340,14 @@ export class PilotSession {
     this.#sent.set(channel.config.id, counts);
     let started = false;
     return {
+      maxDatagramBytes: () => this.#session.maxDatagramBytes(),
       handleFrame: (frame: PackedFrame, keyframe: boolean) => {
         started ||= keyframe;
         if (!started) {
           counts.skipped++;
           return;
         }
-        this.#pace(channel);
+        if (keyframe || this.#now() - this.#pacedAt >= PACING_UPDATE_MS) this.#pace(channel);
         if (this.#queue.enqueueFrame(frame.datagrams, keyframe)) counts.frames++;
         else counts.refused++;
       },
@@ -351,12 +355,13 @@ export class PilotSession {
   }
 
   /**
-   * Sets the pacing rate before each frame from the stream's bitrate and the path: fast enough
+   * Sets the pacing rate (before each keyframe, and every {@link PACING_UPDATE_MS}) from the stream's bitrate and the path: fast enough
    * that a frame leaves well within a frame time, and as fast as the congestion controller
    * judges the path (its window per round trip, or what it has measured delivered). On a short
    * fast path (loopback, a LAN) a keyframe leaves at once; on a long or slow one it is spread.
    */
   #pace(channel: VideoChannel): void {
+    this.#pacedAt = this.#now();
     const path = this.#session.stats();
     const delivered = path.deliveryRateBps * PACING_GAIN;
     const perRoundTrip = ((path.cwndBytes * 8000) / Math.max(path.rttMs, MIN_PACING_RTT_MS)) * PACING_GAIN;

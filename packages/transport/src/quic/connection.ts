@@ -142,6 +142,9 @@ interface WritableWaiter {
 const utf8Decoder = new TextDecoder();
 const utf8Encoder = new TextEncoder();
 
+/** A timer due this much later than quiche's deadline is re-armed; Node's timers are whole ms anyway. */
+const TIMER_SLACK_MS = 1;
+
 /** First stream id a server opens, by direction (RFC 9000 §2.1: low bits 0b01 and 0b11). */
 const SERVER_STREAM_BASE = { bidi: 1, uni: 3 } as const;
 
@@ -163,6 +166,8 @@ export class QuicConnection {
   readonly #events: TypedEmitter<QuicConnectionEvents>;
   #peer: NativeHostPort;
   #timer: NodeJS.Timeout | undefined;
+  /** When {@link QuicConnection.#timer} fires, on the `performance.now()` clock. */
+  #timerDeadline = 0;
   #flushImmediate: NodeJS.Immediate | undefined;
   #established = false;
   #closeInfo: QuicCloseInfo | undefined;
@@ -558,20 +563,35 @@ export class QuicConnection {
     this.#armTimer();
   }
 
+  /**
+   * Keeps one timer at quiche's next deadline. A timer already set to fire no later than that is
+   * kept (re-arming on every flush cost more than the occasional early wake-up): when it fires
+   * early, `onTimeout()` has nothing to do and the timer is set again for the real deadline.
+   */
   #armTimer(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
     const ms = this.#native.timeout();
-    if (ms === null) return;
-    this.#timer = setTimeout(() => {
+    if (ms === null) {
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
       this.#timer = undefined;
-      if (this.closed) return;
-      this.#guarded(() => {
-        this.#native.onTimeout();
-        this.#afterInput(true);
-      });
-    }, ms);
+      return;
+    }
+    const deadline = performance.now() + ms;
+    if (this.#timer !== undefined) {
+      if (this.#timerDeadline <= deadline + TIMER_SLACK_MS) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timerDeadline = deadline;
+    this.#timer = setTimeout(this.#onTimer, ms);
   }
+
+  readonly #onTimer = (): void => {
+    this.#timer = undefined;
+    if (this.closed) return;
+    this.#guarded(() => {
+      this.#native.onTimeout();
+      this.#afterInput(true);
+    });
+  };
 
   #checkWaiters(): void {
     if (this.#waiters.length === 0) return;

@@ -162,7 +162,7 @@ export class QuicEndpoint {
       event === 'error' ? throwLater(err) : this.#reportError(err),
     );
     this.#batch = new UdpBatchSender(socket, { native: batchedSends });
-    this.#maxPacket = options.maxSendUdpPayload;
+    this.#maxPacket = Math.max(options.maxSendUdpPayload, options.loopbackMaxSendUdpPayload);
     if (this.#batch.mode === 'dgram' && batchedSends) warnUnbatchedOnce();
     this.#host = {
       recvBuffer: new Uint8Array(STREAM_READ_CHUNK),
@@ -361,7 +361,7 @@ export class QuicEndpoint {
     const scid = randomBytes(SCID_LENGTH);
     let native: NativeConnection;
     try {
-      const config = this.#currentConfig();
+      const config = this.#currentConfig(isLoopback(from.host));
       native = quiche.Connection.accept(scid, null, this.#local, from, config);
     } catch (err) {
       this.#reportError(err);
@@ -376,16 +376,22 @@ export class QuicEndpoint {
     return conn;
   }
 
-  /** The quiche Config for the current certificate, built once per certificate. */
-  #currentConfig(): NativeConfig {
+  /**
+   * The quiche Config for the current certificate, built once per certificate and kind of peer:
+   * a peer on loopback gets larger packets (fewer per video frame).
+   */
+  #currentConfig(loopback: boolean): NativeConfig {
     const material = this.#certificates.current();
-    const key = hashKey(material);
+    const key = loopback ? `${hashKey(material)}:loopback` : hashKey(material);
     let config = this.#configs.get(key);
     if (config === undefined) {
-      config = configFor(material, this.#options);
+      const options = loopback
+        ? { ...this.#options, maxSendUdpPayload: this.#options.loopbackMaxSendUdpPayload }
+        : this.#options;
+      config = configFor(material, options);
       this.#configs.set(key, config);
-      // Keep the two newest: connections hold their own reference to the TLS context anyway.
-      while (this.#configs.size > 2) {
+      // Keep the newest two of each kind: connections hold their own reference to the TLS context.
+      while (this.#configs.size > 4) {
         const oldest = this.#configs.keys().next().value;
         if (oldest === undefined) break;
         this.#configs.delete(oldest);
@@ -471,6 +477,11 @@ function configFor(material: CertificateMaterial, options: ResolvedTransportOpti
       },
     );
   }
+}
+
+/** True for 127.0.0.0/8, ::1 and IPv4-mapped loopback addresses. */
+function isLoopback(host: string): boolean {
+  return host.startsWith('127.') || host === '::1' || host.startsWith('::ffff:127.');
 }
 
 /** Cache key of a certificate: its SHA-256, hex. */
