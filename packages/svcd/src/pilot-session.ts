@@ -80,8 +80,16 @@ const MAX_REASON_CHARS = 256;
 const MIN_PACING_BPS = 12_000_000;
 /** Pacing runs at least this many times faster than the stream's own bitrate. */
 const PACING_HEADROOM = 3;
-/** And at this multiple of what the path has shown it delivers (the congestion controller's view). */
+/**
+ * And at this multiple of what the path has shown it delivers and of what the congestion
+ * controller lets out per round trip (its window over the smoothed RTT: quiche's own pacing rate,
+ * which the binding cannot hand over).
+ */
 const PACING_GAIN = 1.25;
+/** The pacing rate is recomputed at every keyframe and at most this often otherwise (ms). */
+const PACING_UPDATE_MS = 100;
+/** The binding reports the RTT in whole milliseconds (0 on loopback): no less than this is used. */
+const MIN_PACING_RTT_MS = 1;
 /** Bytes that may leave back to back: a typical delta frame goes at once, a keyframe is spread. */
 const PACING_BURST_BYTES = 32 * 1024;
 
@@ -114,6 +122,7 @@ export class PilotSession {
     sensor_datagrams_refused: 0,
   };
   #helloSeen = false;
+  #pacedAt = Number.NEGATIVE_INFINITY;
   #welcomed = false;
   #ended = false;
   #open: OpenSession | undefined;
@@ -388,13 +397,14 @@ export class PilotSession {
       if (!started) counts.refused++;
     }
     return {
+      maxDatagramBytes: () => this.#session.maxDatagramBytes(),
       handleFrame: (frame: PackedFrame, keyframe: boolean) => {
         started ||= keyframe;
         if (!started) {
           counts.skipped++;
           return;
         }
-        if (keyframe) this.#pace(channel);
+        if (keyframe || this.#now() - this.#pacedAt >= PACING_UPDATE_MS) this.#pace(channel);
         if (this.#queue.enqueueFrame(frame.datagrams, keyframe)) counts.frames++;
         else counts.refused++;
       },
@@ -402,12 +412,19 @@ export class PilotSession {
   }
 
   /**
-   * Sets the pacing rate from the stream's bitrate and the path's delivery rate: fast enough that
-   * a frame leaves well within a frame time, never a burst bigger than the path has carried.
+   * Sets the pacing rate (before each keyframe, and every {@link PACING_UPDATE_MS}) from the stream's bitrate and the path: fast enough
+   * that a frame leaves well within a frame time, and as fast as the congestion controller
+   * judges the path (its window per round trip, or what it has measured delivered). On a short
+   * fast path (loopback, a LAN) a keyframe leaves at once; on a long or slow one it is spread.
    */
   #pace(channel: VideoChannel): void {
-    const delivered = this.#session.stats().deliveryRateBps * PACING_GAIN;
-    this.#queue.setRate(Math.max(MIN_PACING_BPS, channel.stats.bitrateBps * PACING_HEADROOM, delivered));
+    this.#pacedAt = this.#now();
+    const path = this.#session.stats();
+    const delivered = path.deliveryRateBps * PACING_GAIN;
+    const perRoundTrip = ((path.cwndBytes * 8000) / Math.max(path.rttMs, MIN_PACING_RTT_MS)) * PACING_GAIN;
+    this.#queue.setRate(
+      Math.max(MIN_PACING_BPS, channel.stats.bitrateBps * PACING_HEADROOM, delivered, perRoundTrip),
+    );
   }
 
   #stats(): void {

@@ -1,6 +1,12 @@
 import { type AccessUnit, type Logger, redactUrl, VideoIngest } from '@svc/media';
 import type { QosProfile } from '@svc/qos';
-import { FramePacker, type PackedFrame, wrapU32 } from '@svc/wire';
+import {
+  CHUNK_HEADER_BYTES,
+  DEFAULT_MAX_DATAGRAM_BYTES,
+  FramePacker,
+  type PackedFrame,
+  wrapU32,
+} from '@svc/wire';
 import { daemonClockMs } from './clock.js';
 import type { VideoChannelConfig } from './config.js';
 
@@ -8,6 +14,12 @@ import type { VideoChannelConfig } from './config.js';
 export interface FrameSubscriber {
   /** One packed frame; `keyframe` lets a subscriber start at a random access point. */
   handleFrame(frame: PackedFrame, keyframe: boolean): void;
+  /**
+   * Largest datagram the subscriber's transport carries now. Frames are packed once for every
+   * subscriber, in datagrams as large as the smallest of these allows (fewer datagrams per frame
+   * means less work per frame at both ends); without it, the packer's default size.
+   */
+  maxDatagramBytes?(): number;
 }
 
 /** Frames replayed to a joining session: see {@link VideoChannel.catchUp}. */
@@ -45,7 +57,7 @@ export interface VideoChannelStats {
 export class VideoChannel {
   readonly config: VideoChannelConfig;
   readonly stats: VideoChannelStats = { accessUnits: 0, keyframes: 0, bytesIn: 0, bitrateBps: 0 };
-  readonly #packer: FramePacker;
+  #packer: FramePacker;
   readonly #subscribers = new Set<FrameSubscriber>();
   readonly #logger: Logger;
   #profile: QosProfile;
@@ -160,6 +172,7 @@ export class VideoChannel {
     this.#keep(unit);
     // Nobody watching: nothing to pack (a replay takes the ids just before the next live frame's).
     if (this.#subscribers.size === 0) return;
+    this.#sizeDatagrams();
     const parity = au.keyframe ? this.#profile.parity.key : this.#profile.parity.delta;
     const packed = this.#packer.pack({ ...unit, parity }, wrapU32(daemonClockMs() * 1000));
     for (const subscriber of this.#subscribers) subscriber.handleFrame(packed, au.keyframe);
@@ -183,6 +196,24 @@ export class VideoChannel {
     }
     this.#kept.push(unit);
     this.#keptBytes += unit.data.byteLength;
+  }
+
+  /** Packs in datagrams that every subscriber's transport carries, keeping the frame id sequence. */
+  #sizeDatagrams(): void {
+    let size = Number.POSITIVE_INFINITY;
+    for (const subscriber of this.#subscribers) {
+      const max = subscriber.maxDatagramBytes?.() ?? DEFAULT_MAX_DATAGRAM_BYTES;
+      // A transport not ready yet (0) does not shrink the datagrams of the others.
+      if (max > CHUNK_HEADER_BYTES) size = Math.min(size, max);
+    }
+    if (!Number.isFinite(size)) size = DEFAULT_MAX_DATAGRAM_BYTES;
+    size = Math.min(size, 0xffff);
+    if (size === this.#packer.maxDatagramBytes) return;
+    this.#packer = new FramePacker({
+      channel: this.config.id,
+      maxDatagramBytes: size,
+      firstFrameId: this.#packer.nextFrameId,
+    });
   }
 
   #measure(bytes: number, nowMs: number): void {

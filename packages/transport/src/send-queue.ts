@@ -7,8 +7,13 @@ export interface PacedSendQueueOptions {
   readonly send: (datagram: Uint8Array) => boolean;
   /** Pacing rate in bits per second. */
   readonly rateBps: number;
-  /** Most bytes sent back to back (the token bucket's depth; default 16 KiB). */
+  /**
+   * Most bytes sent back to back (the token bucket's depth; default 16 KiB). The depth is never
+   * less than one timer tick of the pacing rate, or timers could not keep that rate.
+   */
   readonly burstBytes?: number;
+  /** Granularity of the timer in ms (default 1: Node's timers fire on whole milliseconds). */
+  readonly timerTickMs?: number;
   /** A frame that would take the queue past this many bytes is refused whole (default 1 MiB). */
   readonly maxQueuedBytes?: number;
   /** Monotonic clock in ms (default `performance.now`). */
@@ -64,7 +69,9 @@ export class PacedSendQueue {
     transportBusy: 0,
   };
   readonly #send: (datagram: Uint8Array) => boolean;
-  readonly #burstBytes: number;
+  readonly #minBurstBytes: number;
+  readonly #tickMs: number;
+  #burstBytes: number;
   readonly #maxQueuedBytes: number;
   readonly #now: () => number;
   readonly #schedule: Schedule;
@@ -79,7 +86,10 @@ export class PacedSendQueue {
 
   constructor(options: PacedSendQueueOptions) {
     this.#send = options.send;
-    this.#burstBytes = options.burstBytes ?? DEFAULT_BURST_BYTES;
+    this.#minBurstBytes = options.burstBytes ?? DEFAULT_BURST_BYTES;
+    this.#tickMs = options.timerTickMs ?? 1;
+    if (!(this.#tickMs > 0 && Number.isFinite(this.#tickMs)))
+      throw new TypeError(`timerTickMs must be a positive number of ms, got ${this.#tickMs}`);
     this.#maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
     this.#now = options.now ?? (() => performance.now());
     this.#schedule =
@@ -89,6 +99,7 @@ export class PacedSendQueue {
         return () => clearTimeout(timer);
       });
     this.#rateBytesPerMs = checkRate(options.rateBps);
+    this.#burstBytes = Math.max(this.#minBurstBytes, this.#rateBytesPerMs * this.#tickMs);
     this.#tokens = this.#burstBytes;
     this.#refilledAt = this.#now();
   }
@@ -102,6 +113,12 @@ export class PacedSendQueue {
   setRate(rateBps: number): void {
     this.#refill();
     this.#rateBytesPerMs = checkRate(rateBps);
+    this.#burstBytes = Math.max(this.#minBurstBytes, this.#rateBytesPerMs * this.#tickMs);
+  }
+
+  /** The pacing rate in force, bits per second. */
+  get rateBps(): number {
+    return this.#rateBytesPerMs * 8000;
   }
 
   /**

@@ -291,9 +291,29 @@ describe('QuicEndpoint', () => {
     expect(stats.cwndBytes).toBeGreaterThan(0);
     expect(stats.rttMs).toBeGreaterThanOrEqual(0);
     expect(stats.deliveryRateBps).toBeGreaterThan(0);
-    expect(stats.pmtuBytes).toBe(1350);
+    // A peer on loopback gets the larger packets of loopbackMaxSendUdpPayload.
+    expect(stats.pmtuBytes).toBe(1472);
     expect(stats.lostPackets).toBe(0);
     expect(stats.sendQueueDatagrams).toBe(0);
+    // Every packet left in batches (sendmmsg with GSO), none one by one.
+    expect(endpoint.sendMode).toBe('gso');
+    expect(endpoint.counters()).toMatchObject({ fallbackPackets: 0, sendErrors: 0 });
+    // (QUIC packets coalesced in one datagram during the handshake count once here.)
+    expect(endpoint.counters().batchedPackets).toBeGreaterThan(50);
+  });
+
+  it('sends packets one by one with dgram.send when batching is off, with the loopback size asked for', async () => {
+    const { endpoint } = await startEndpoint({ batchedSends: false, loopbackMaxSendUdpPayload: 1350 });
+    const serverSide = nextConnection(endpoint);
+    const client = await connect(endpoint);
+    const conn = await serverSide;
+    const payload = randomBytes(50_000);
+    await client.write(0, payload, true);
+    expect(Buffer.from(await client.readAll(0)).equals(payload)).toBe(true);
+    expect(conn.stats().pmtuBytes).toBe(1350);
+    expect(endpoint.sendMode).toBe('dgram');
+    expect(endpoint.counters()).toMatchObject({ batchedPackets: 0, sendErrors: 0 });
+    expect(endpoint.counters().fallbackPackets).toBeGreaterThan(25);
   });
 
   it('closes a silent connection after the idle timeout and forgets it', async () => {

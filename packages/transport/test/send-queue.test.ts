@@ -52,6 +52,27 @@ describe('PacedSendQueue', () => {
     expect(queue.occupancy).toEqual({ datagrams: 0, bytes: 0, frames: 0 });
   });
 
+  it('holds at least one timer tick of the pacing rate, so a fast rate is kept with 1 ms timers', () => {
+    const time = fakeTime();
+    const sent: number[] = [];
+    const queue = new PacedSendQueue({
+      send: () => sent.push(time.now()) > 0,
+      rateBps: 80_000_000, // 10 000 bytes per ms: more than the 4000-byte burst each tick
+      burstBytes: 4000,
+      ...time,
+    });
+    expect(queue.enqueueFrame(datagrams(100), true)).toBe(true);
+    expect(sent.length).toBe(10);
+    time.advance(10);
+    // 100 kB at 10 kB/ms: gone within 10 ms, not 25 (which a 4000-byte bucket would allow).
+    expect(sent.length).toBe(100);
+    expect(sent.at(-1)!).toBeCloseTo(9, 0);
+    queue.setRate(8_000_000);
+    expect(queue.rateBps).toBe(8_000_000);
+    expect(queue.enqueueFrame(datagrams(10), true)).toBe(true);
+    expect(sent.length).toBe(104);
+  });
+
   it('refuses a frame whole when it does not fit, and never tears one', () => {
     const time = fakeTime();
     let sent = 0;

@@ -18,6 +18,12 @@ export interface QuicTransportOptions {
   maxIdleTimeoutMs?: number;
   /** Largest UDP payload we send; defaults to 1350 (quiche's default, safe on most paths). */
   maxSendUdpPayload?: number;
+  /**
+   * Largest UDP payload we send to a peer on a loopback address, where the MTU is known (64 KiB)
+   * and no tunnel can shrink it; defaults to 1472, what Chromium accepts (its
+   * max_udp_payload_size). quiche never sends more than the peer's limit either way.
+   */
+  loopbackMaxSendUdpPayload?: number;
   /** Largest UDP payload we accept; defaults to 1500. */
   maxRecvUdpPayload?: number;
   /** Connection-wide flow-control window offered to the peer, bytes; defaults to 10 MB. */
@@ -48,6 +54,7 @@ export const DEFAULT_TRANSPORT_OPTIONS: ResolvedTransportOptions = Object.freeze
   alpn: Object.freeze(['h3']),
   maxIdleTimeoutMs: 30_000,
   maxSendUdpPayload: 1350,
+  loopbackMaxSendUdpPayload: 1472,
   maxRecvUdpPayload: 1500,
   initialMaxData: 10_000_000,
   initialMaxStreamData: 1_000_000,
@@ -65,6 +72,7 @@ const INTEGER_LIMITS: ReadonlyArray<readonly [keyof QuicTransportOptions, number
   ['maxIdleTimeoutMs', 0, 600_000],
   // RFC 9000 §18.2: max_udp_payload_size below 1200 is invalid.
   ['maxSendUdpPayload', 1200, 65_527],
+  ['loopbackMaxSendUdpPayload', 1200, 65_527],
   ['maxRecvUdpPayload', 1200, 65_527],
   ['initialMaxData', 0, 2 ** 52],
   ['initialMaxStreamData', 0, 2 ** 52],

@@ -1,4 +1,4 @@
-import { Buffer } from 'node:buffer';
+import type { Buffer } from 'node:buffer';
 import { TransportError, type TransportErrorCode } from '../errors.js';
 import { type NativeConnection, type NativeHostPort, quiche, quicheError } from './binding.js';
 import { type EventMap, type Listener, TypedEmitter } from './emitter.js';
@@ -112,16 +112,21 @@ export interface QuicConnectionEvents extends EventMap {
 
 /** What a connection needs from the endpoint that owns its socket. Internal to the QUIC layer. */
 export interface ConnectionHost {
-  /** Sends one UDP datagram; `packet` is already a copy the socket may keep. */
-  sendPacket(packet: Buffer, to: NativeHostPort): void;
+  /**
+   * Memory for the next outgoing packet (at least the largest UDP payload we send): a view of
+   * the endpoint's send batch, valid until {@link ConnectionHost.commitPacket}.
+   */
+  packetBuffer(): Uint8Array;
+  /** The first `length` bytes of the last {@link ConnectionHost.packetBuffer} are a packet for `to`. */
+  commitPacket(length: number, to: NativeHostPort): void;
+  /** Sends the packets committed so far (the end of a flush). */
+  sendPackets(): void;
   /** The handshake completed. */
   established(conn: QuicConnection): void;
   /** The connection is closed and must leave the routing table. */
   removed(conn: QuicConnection): void;
   /** A listener threw, or processing failed unexpectedly. */
   reportError(err: unknown): void;
-  /** Scratch buffer for `send` (at least the largest UDP payload we send). */
-  readonly sendBuffer: Uint8Array;
   /** Scratch buffer for `streamRecv`. */
   readonly recvBuffer: Uint8Array;
 }
@@ -136,6 +141,9 @@ interface WritableWaiter {
 
 const utf8Decoder = new TextDecoder();
 const utf8Encoder = new TextEncoder();
+
+/** A timer due this much later than quiche's deadline is re-armed; Node's timers are whole ms anyway. */
+const TIMER_SLACK_MS = 1;
 
 /** First stream id a server opens, by direction (RFC 9000 §2.1: low bits 0b01 and 0b11). */
 const SERVER_STREAM_BASE = { bidi: 1, uni: 3 } as const;
@@ -158,6 +166,8 @@ export class QuicConnection {
   readonly #events: TypedEmitter<QuicConnectionEvents>;
   #peer: NativeHostPort;
   #timer: NodeJS.Timeout | undefined;
+  /** When {@link QuicConnection.#timer} fires, on the `performance.now()` clock. */
+  #timerDeadline = 0;
   #flushImmediate: NodeJS.Immediate | undefined;
   #established = false;
   #closeInfo: QuicCloseInfo | undefined;
@@ -527,21 +537,23 @@ export class QuicConnection {
       this.#flushImmediate = undefined;
     }
     if (this.closed) return;
-    const buffer = this.#host.sendBuffer;
+    const host = this.#host;
     for (;;) {
       let result: ReturnType<NativeConnection['send']>;
       try {
-        result = this.#native.send(buffer);
+        // quiche writes the packet straight into the endpoint's send batch: no copy.
+        result = this.#native.send(host.packetBuffer());
       } catch {
         // A fatal error: quiche has closed the connection.
         break;
       }
       if (result === null) break;
       const [length, info] = result;
-      // Copy: `buffer` is reused for the next packet while the socket may still hold this one.
-      this.#host.sendPacket(Buffer.from(buffer.subarray(0, length)), info.to);
+      host.commitPacket(length, info.to);
       this.#peer = info.to;
     }
+    // Everything this flush produced leaves in one system call.
+    host.sendPackets();
     if (this.#closingByEndpoint) return;
     if (this.#native.isClosed()) {
       this.#finish();
@@ -551,20 +563,35 @@ export class QuicConnection {
     this.#armTimer();
   }
 
+  /**
+   * Keeps one timer at quiche's next deadline. A timer already set to fire no later than that is
+   * kept (re-arming on every flush cost more than the occasional early wake-up): when it fires
+   * early, `onTimeout()` has nothing to do and the timer is set again for the real deadline.
+   */
   #armTimer(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
     const ms = this.#native.timeout();
-    if (ms === null) return;
-    this.#timer = setTimeout(() => {
+    if (ms === null) {
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
       this.#timer = undefined;
-      if (this.closed) return;
-      this.#guarded(() => {
-        this.#native.onTimeout();
-        this.#afterInput(true);
-      });
-    }, ms);
+      return;
+    }
+    const deadline = performance.now() + ms;
+    if (this.#timer !== undefined) {
+      if (this.#timerDeadline <= deadline + TIMER_SLACK_MS) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timerDeadline = deadline;
+    this.#timer = setTimeout(this.#onTimer, ms);
   }
+
+  readonly #onTimer = (): void => {
+    this.#timer = undefined;
+    if (this.closed) return;
+    this.#guarded(() => {
+      this.#native.onTimeout();
+      this.#afterInput(true);
+    });
+  };
 
   #checkWaiters(): void {
     if (this.#waiters.length === 0) return;

@@ -17,8 +17,10 @@
  *   never reuse the buffer afterwards (Node gives every `message` a fresh Buffer).
  * - `send(buf)` writes one packet into `buf` and returns `[length, {from, to, at}]`, or `null` when
  *   there is nothing to send. `at` (the pacing time) is an opaque napi External: it cannot be read
- *   from JS, so packets leave at once. `buf` is ours and reused, hence every packet is COPIED
- *   before `dgram.send` (Node may queue the buffer it is given).
+ *   from JS, so packets leave at once. `buf` is any Uint8Array: we hand quiche a view of the send
+ *   batch (`@svc/udp-batch`), so a packet is written once, in place, and every packet of a flush
+ *   leaves in one `sendmmsg` (with UDP GSO). Without the native addon the batch copies each
+ *   packet for `dgram.send`.
  * - quiche's `Done` becomes `null` (send, streamRecv, streamSend, dgramSend = queue full,
  *   dgramRecvVec = empty, close = already closing); every other error is thrown as a plain Error
  *   with `code: 'GenericFailure'` and the Debug text of `quiche::Error` as message
@@ -41,6 +43,7 @@ import { Buffer } from 'node:buffer';
 import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { isIP } from 'node:net';
+import { nativeSupport, UdpBatchError, UdpBatchSender, type UdpSendMode } from '@svc/udp-batch';
 import type { CertificateSource } from '../cert/rotation.js';
 import type { CertificateMaterial } from '../cert/self-signed.js';
 import { type NativeConfig, type NativeConnection, type NativeHostPort, quiche } from './binding.js';
@@ -80,6 +83,11 @@ export interface QuicEndpointOptions extends QuicTransportOptions {
   maxConnections?: number;
   /** Kernel socket receive/send buffer size in bytes, for bursts of video; defaults to the system's. */
   socketBufferBytes?: number;
+  /**
+   * Send each flush's packets in one system call through `@svc/udp-batch` when its addon is built
+   * (defaults to true); false sends every packet with `dgram.send`.
+   */
+  batchedSends?: boolean;
 }
 
 /** Events of a {@link QuicEndpoint}. */
@@ -105,6 +113,10 @@ export interface QuicEndpointCounters {
   readonly refused: number;
   /** UDP sends that failed. */
   readonly sendErrors: number;
+  /** Packets handed to the kernel in batched calls (`sendmmsg`, UDP GSO). */
+  readonly batchedPackets: number;
+  /** Packets sent one by one with `dgram.send` (no native addon, or a full socket buffer). */
+  readonly fallbackPackets: number;
 }
 
 /**
@@ -128,8 +140,8 @@ export class QuicEndpoint {
   readonly #configs = new Map<string, NativeConfig>();
   readonly #host: ConnectionHost;
   readonly #counters = { malformed: 0, unroutable: 0, versionNegotiations: 0, refused: 0, sendErrors: 0 };
-  #pendingSends = 0;
-  #sendsDrained: (() => void) | undefined;
+  readonly #batch: UdpBatchSender;
+  readonly #maxPacket: number;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -137,6 +149,7 @@ export class QuicEndpoint {
     options: ResolvedTransportOptions,
     certificates: CertificateSource,
     maxConnections: number,
+    batchedSends: boolean,
   ) {
     this.#socket = socket;
     this.#options = options;
@@ -148,10 +161,14 @@ export class QuicEndpoint {
     this.#events = new TypedEmitter((err, event) =>
       event === 'error' ? throwLater(err) : this.#reportError(err),
     );
+    this.#batch = new UdpBatchSender(socket, { native: batchedSends });
+    this.#maxPacket = Math.max(options.maxSendUdpPayload, options.loopbackMaxSendUdpPayload);
+    if (this.#batch.mode === 'dgram' && batchedSends) warnUnbatchedOnce();
     this.#host = {
-      sendBuffer: new Uint8Array(options.maxSendUdpPayload),
       recvBuffer: new Uint8Array(STREAM_READ_CHUNK),
-      sendPacket: (packet, to) => this.#send(packet, to),
+      packetBuffer: () => this.#batch.packetBuffer(this.#maxPacket),
+      commitPacket: (length, to) => this.#batch.commit(length, to),
+      sendPackets: () => this.#sendBatch(),
       established: (conn) => this.#events.emit('connection', conn),
       removed: (conn) => this.#remove(conn),
       reportError: (err) => this.#reportError(err),
@@ -174,7 +191,15 @@ export class QuicEndpoint {
    *   system error (`EADDRINUSE`, `EADDRNOTAVAIL`, …) when binding fails.
    */
   static async listen(options: QuicEndpointOptions): Promise<QuicEndpoint> {
-    const { host, port, certificates, ipv6Only = false, maxConnections = 1000, socketBufferBytes } = options;
+    const {
+      host,
+      port,
+      certificates,
+      ipv6Only = false,
+      maxConnections = 1000,
+      socketBufferBytes,
+      batchedSends = true,
+    } = options;
     const family = isIP(host);
     if (family === 0)
       throw new TypeError(`QUIC option host must be an IP address literal, got ${String(host)}`);
@@ -219,7 +244,7 @@ export class QuicEndpoint {
       socket.once('listening', onListening);
       socket.bind({ address: host, port, exclusive: true });
     });
-    const endpoint = new QuicEndpoint(socket, resolved, certificates, maxConnections);
+    const endpoint = new QuicEndpoint(socket, resolved, certificates, maxConnections, batchedSends);
     endpoint.#configs.set(hashKey(certificates.current()), firstConfig);
     return endpoint;
   }
@@ -259,9 +284,19 @@ export class QuicEndpoint {
     return [...this.#connections];
   }
 
-  /** What the endpoint dropped so far. */
+  /** What the endpoint dropped so far, and how its packets left. */
   counters(): QuicEndpointCounters {
-    return { ...this.#counters };
+    return {
+      ...this.#counters,
+      batchedPackets: this.#batch.stats.batchedPackets,
+      fallbackPackets: this.#batch.stats.fallbackPackets,
+      sendErrors: this.#counters.sendErrors + this.#batch.stats.sendErrors,
+    };
+  }
+
+  /** How packets leave: `gso` or `sendmmsg` in batches, or `dgram` one by one. */
+  get sendMode(): UdpSendMode {
+    return this.#batch.mode;
   }
 
   /**
@@ -272,11 +307,7 @@ export class QuicEndpoint {
   close(reason = 'server shutting down'): Promise<void> {
     this.#closing ??= (async () => {
       for (const conn of [...this.#connections]) conn.terminate(reason);
-      if (this.#pendingSends > 0) {
-        await new Promise<void>((resolve) => {
-          this.#sendsDrained = resolve;
-        });
-      }
+      await this.#batch.drained();
       await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
       this.#configs.clear();
       this.#events.clear();
@@ -330,7 +361,7 @@ export class QuicEndpoint {
     const scid = randomBytes(SCID_LENGTH);
     let native: NativeConnection;
     try {
-      const config = this.#currentConfig();
+      const config = this.#currentConfig(isLoopback(from.host));
       native = quiche.Connection.accept(scid, null, this.#local, from, config);
     } catch (err) {
       this.#reportError(err);
@@ -345,16 +376,22 @@ export class QuicEndpoint {
     return conn;
   }
 
-  /** The quiche Config for the current certificate, built once per certificate. */
-  #currentConfig(): NativeConfig {
+  /**
+   * The quiche Config for the current certificate, built once per certificate and kind of peer:
+   * a peer on loopback gets larger packets (fewer per video frame).
+   */
+  #currentConfig(loopback: boolean): NativeConfig {
     const material = this.#certificates.current();
-    const key = hashKey(material);
+    const key = loopback ? `${hashKey(material)}:loopback` : hashKey(material);
     let config = this.#configs.get(key);
     if (config === undefined) {
-      config = configFor(material, this.#options);
+      const options = loopback
+        ? { ...this.#options, maxSendUdpPayload: this.#options.loopbackMaxSendUdpPayload }
+        : this.#options;
+      config = configFor(material, options);
       this.#configs.set(key, config);
-      // Keep the two newest: connections hold their own reference to the TLS context anyway.
-      while (this.#configs.size > 2) {
+      // Keep the newest two of each kind: connections hold their own reference to the TLS context.
+      while (this.#configs.size > 4) {
         const oldest = this.#configs.keys().next().value;
         if (oldest === undefined) break;
         this.#configs.delete(oldest);
@@ -373,7 +410,8 @@ export class QuicEndpoint {
       return;
     }
     this.#counters.versionNegotiations++;
-    this.#send(Buffer.from(out.subarray(0, length)), to);
+    this.#batch.add(out.subarray(0, length), to);
+    this.#sendBatch();
   }
 
   #remove(conn: QuicConnection): void {
@@ -383,27 +421,14 @@ export class QuicEndpoint {
     this.#connections.delete(conn);
   }
 
-  /** Sends one datagram; `packet` must be a buffer nobody else writes to. */
-  #send(packet: Buffer, to: NativeHostPort): void {
-    this.#pendingSends++;
+  /** Sends what the batch holds; a closed socket drops it and counts the packets. */
+  #sendBatch(): void {
+    const queued = this.#batch.queued;
     try {
-      this.#socket.send(packet, to.port, to.host, (err) => {
-        if (err) this.#counters.sendErrors++;
-        this.#sendDone();
-      });
-    } catch {
-      // The socket is already closed.
-      this.#counters.sendErrors++;
-      this.#sendDone();
-    }
-  }
-
-  #sendDone(): void {
-    this.#pendingSends--;
-    if (this.#pendingSends === 0 && this.#sendsDrained !== undefined) {
-      const drained = this.#sendsDrained;
-      this.#sendsDrained = undefined;
-      drained();
+      this.#batch.send();
+    } catch (err) {
+      if (!(err instanceof UdpBatchError)) throw err;
+      this.#counters.sendErrors += queued;
     }
   }
 
@@ -411,6 +436,19 @@ export class QuicEndpoint {
     if (this.#events.listenerCount('error') > 0) this.#events.emit('error', err);
     else throwLater(err);
   }
+}
+
+let warnedUnbatched = false;
+
+/** Says once per process that packets go out one by one, and why. */
+function warnUnbatchedOnce(): void {
+  if (warnedUnbatched) return;
+  warnedUnbatched = true;
+  const support = nativeSupport();
+  const reason = support.available ? "this Node version hides the socket's descriptor" : support.reason;
+  process.emitWarning(`QUIC packets are sent one by one with dgram.send (more CPU per packet): ${reason}`, {
+    code: 'SVC_UDP_UNBATCHED',
+  });
 }
 
 /** Rethrows `err` as an uncaught exception, so an error nobody listens for is not lost. */
@@ -439,6 +477,11 @@ function configFor(material: CertificateMaterial, options: ResolvedTransportOpti
       },
     );
   }
+}
+
+/** True for 127.0.0.0/8, ::1 and IPv4-mapped loopback addresses. */
+function isLoopback(host: string): boolean {
+  return host.startsWith('127.') || host === '::1' || host.startsWith('::ffff:127.');
 }
 
 /** Cache key of a certificate: its SHA-256, hex. */

@@ -267,6 +267,9 @@ class H3Connection {
   }
 }
 
+/** Where outgoing datagrams are assembled (prefix then payload) before quiche copies them. */
+let scratch = new Uint8Array(2048);
+
 /** One WebTransport session: an accepted CONNECT stream and what hangs off it. */
 class WebTransportSession implements Session {
   readonly id: string;
@@ -317,10 +320,14 @@ class WebTransportSession implements Session {
 
   sendDatagram(payload: Uint8Array): boolean {
     if (this.#closed) return false;
-    const datagram = new Uint8Array(this.#prefix.byteLength + payload.byteLength);
-    datagram.set(this.#prefix, 0);
-    datagram.set(payload, this.#prefix.byteLength);
-    return this.#conn.datagramSend(datagram);
+    // quiche copies the datagram at once, so one scratch buffer serves every send: no
+    // allocation per datagram (each would be an ArrayBuffer outside V8's heap, and those drive
+    // garbage collection at video packet rates).
+    const length = this.#prefix.byteLength + payload.byteLength;
+    if (scratch.byteLength < length) scratch = new Uint8Array(length);
+    scratch.set(this.#prefix, 0);
+    scratch.set(payload, this.#prefix.byteLength);
+    return this.#conn.datagramSend(scratch.subarray(0, length));
   }
 
   writeControl(bytes: Uint8Array): void {
