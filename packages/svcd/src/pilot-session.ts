@@ -392,9 +392,16 @@ export class PilotSession {
     let started = false;
     if (replay !== undefined && replay.length > 0) {
       this.#pace(channel);
-      started = replay.every((frame, index) => this.#queue.enqueueFrame(frame.datagrams, index === 0));
-      counts.replayed = replay.length;
-      if (!started) counts.refused++;
+      // The replay is a chain from its keyframe: after a refused frame the rest is useless, and
+      // the live stream starts at the next keyframe instead.
+      for (const [index, frame] of replay.entries()) {
+        if (!this.#queue.enqueueFrame(frame.datagrams, index === 0)) {
+          counts.refused++;
+          break;
+        }
+        counts.replayed++;
+      }
+      started = counts.replayed === replay.length;
     }
     return {
       maxDatagramBytes: () => this.#session.maxDatagramBytes(),

@@ -1,5 +1,5 @@
 import type { Logger } from '@svc/media';
-import type { QosProfile } from '@svc/qos';
+import { channelBitrateRange, type QosProfile, videoConfigFor as videoConfigFrom } from '@svc/qos';
 import { encodePublisherControl, type PublisherControlMessage, type VideoConfigMessage } from '@svc/wire';
 import type { UdpAddress, VideoChannelConfig } from './config.js';
 import type { SessionEvent, SessionRegistry } from './session-registry.js';
@@ -21,30 +21,22 @@ export interface PublisherControlStats {
 }
 
 /**
- * The `video-config` a channel gets under `profile`: the profile's ceiling, or the channel's
- * `max_bitrate_kbps` when that is set and lower (the encoder cannot do more), and the profile's
- * latency budget, GOP bound and refresh preference. `suggestedFps` is 0: no frame-rate request.
+ * The `video-config` a channel gets at start under `profile`: its ceiling (the profile's, or the
+ * channel's `max_bitrate_kbps` when that is set and lower), the profile's latency budget, GOP
+ * bound and refresh preference, no frame-rate request.
  */
 export function videoConfigFor(
   channel: VideoChannelConfig,
   profile: QosProfile,
   reason: VideoConfigMessage['reason'],
 ): VideoConfigMessage {
-  const ceiling =
-    channel.max_bitrate_kbps > 0
-      ? Math.min(profile.ceilingKbps, channel.max_bitrate_kbps)
-      : profile.ceilingKbps;
-  return {
-    type: 'video-config',
+  const range = channelBitrateRange(profile, channel.max_bitrate_kbps);
+  return videoConfigFrom({
     channel: channel.id,
-    profile: profile.name,
-    maxBitrateKbps: ceiling,
-    latencyBudgetMs: profile.latencyBudgetMs,
-    maxGopMs: profile.maxGopMs,
-    preferIntraRefresh: profile.preferIntraRefresh,
-    suggestedFps: 0,
+    profile,
+    decision: { ...range, bitrateKbps: range.ceilingKbps, suggestedFps: 0 },
     reason,
-  };
+  });
 }
 
 /**

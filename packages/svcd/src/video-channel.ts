@@ -1,5 +1,5 @@
 import { type AccessUnit, type Logger, redactUrl, VideoIngest } from '@svc/media';
-import type { QosProfile } from '@svc/qos';
+import { channelBitrateRange, type QosProfile } from '@svc/qos';
 import {
   CHUNK_HEADER_BYTES,
   DEFAULT_MAX_DATAGRAM_BYTES,
@@ -236,9 +236,6 @@ const CATCH_UP_MAX_BYTES = 900 * 1024;
  * hold the live picture back longer than waiting for a recovery point.
  */
 export function catchUpLimitBytes(profile: QosProfile, maxBitrateKbps: number | undefined): number {
-  const ceilingKbps =
-    maxBitrateKbps !== undefined && maxBitrateKbps > 0
-      ? Math.min(profile.ceilingKbps, maxBitrateKbps)
-      : profile.ceilingKbps;
+  const { ceilingKbps } = channelBitrateRange(profile, maxBitrateKbps);
   return Math.min(CATCH_UP_MAX_BYTES, (ceilingKbps * 1000 * 2) / 8);
 }

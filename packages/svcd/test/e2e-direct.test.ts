@@ -1,7 +1,6 @@
 import { createSocket } from 'node:dgram';
 import { fileURLToPath } from 'node:url';
 import {
-  ChromiumSession,
   ffmpegRtpSource,
   freeUdpPort,
   gstreamerRtpSource,
@@ -9,35 +8,23 @@ import {
   type RunningSource,
   startRtspServer,
 } from '@svc/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { OfferSummary, PilotOutcome, WatchResult } from './fixtures/pilot-page.js';
-import { type Fleet, type FleetRobot, startFleet, videoChannel } from './support/fleet.js';
+import { useBrowserFleet } from './support/browser-fleet.js';
+import { type FleetRobot, videoChannel } from './support/fleet.js';
 
 const page = fileURLToPath(new URL('./fixtures/pilot-page.ts', import.meta.url));
 const screenshots = fileURLToPath(new URL('../../../test-results/', import.meta.url));
 const FRAMES = 300; // 10 s at 30 fps
 
-let chromium: ChromiumSession;
-let fleet: Fleet;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  [chromium, fleet] = await Promise.all([ChromiumSession.open(), startFleet()]);
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(async () => {
-  await chromium?.close();
-  await fleet?.stop();
-});
+const t = useBrowserFleet();
 
 let robots = 0;
 
 /** A robot of alice's org with one video channel, online; removed after the test. */
 async function robotFor(input: string, codec: string): Promise<FleetRobot> {
-  const robot = await fleet.robot(`camera-${++robots}`, videoChannel(input, codec));
-  cleanups.push(() => robot.remove());
+  const robot = await t.fleet.robot(`camera-${++robots}`, videoChannel(input, codec));
+  t.defer(() => robot.remove());
   return robot;
 }
 
@@ -45,7 +32,7 @@ function sendWhenWatched(robot: FleetRobot, start: () => RunningSource, pilots =
   void robot.daemon.waitForLog('pilot session opened', pilots).then(
     () => {
       const source = start();
-      cleanups.push(() => source.stop());
+      t.defer(() => source.stop());
     },
     () => undefined,
   );
@@ -58,10 +45,10 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium, t
     const rtpPort = await freeUdpPort();
     const robot = await robotFor(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d');
     sendWhenWatched(robot, () => ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: FRAMES, gop: 30 }));
-    const result = await chromium.run<WatchResult>({
+    const result = await t.chromium.run<WatchResult>({
       entry: page,
       exportName: 'watch',
-      args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 12],
+      args: [t.fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 12],
       timeoutMs: 60_000,
     });
     const stats = channel(result);
@@ -75,12 +62,12 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium, t
 
   it('Motion JPEG from the GStreamer RTSP server likewise', async () => {
     const camera: RunningRtspServer = await startRtspServer({ mounts: [{ path: '/mjpeg', codec: 'mjpeg' }] });
-    cleanups.push(() => camera.stop());
+    t.defer(() => camera.stop());
     const robot = await robotFor(camera.url('/mjpeg'), 'mjpeg');
-    const result = await chromium.run<WatchResult>({
+    const result = await t.chromium.run<WatchResult>({
       entry: page,
       exportName: 'watch',
-      args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 10],
+      args: [t.fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 10],
       timeoutMs: 60_000,
     });
     const stats = channel(result);
@@ -94,10 +81,10 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium, t
     const rtpPort = await freeUdpPort();
     const robot = await robotFor(`rtp://127.0.0.1:${rtpPort}`, 'hev1.1.6.L63.90');
     sendWhenWatched(robot, () => ffmpegRtpSource({ codec: 'h265', port: rtpPort, frames: 90 }));
-    const result = await chromium.run<WatchResult>({
+    const result = await t.chromium.run<WatchResult>({
       entry: page,
       exportName: 'watch',
-      args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 3, true],
+      args: [t.fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 3, true],
       timeoutMs: 60_000,
       screenshotPath: `${screenshots}h265-cannot-decode.png`,
     });
@@ -110,16 +97,16 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium, t
     const robot = await robotFor(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d');
     sendWhenWatched(robot, () => ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: 240, gop: 30 }), 2);
     const [a, b] = await Promise.all([
-      chromium.run<WatchResult[]>({
+      t.chromium.run<WatchResult[]>({
         entry: page,
         exportName: 'watchTwice',
-        args: [fleet.cloud.signalUrl, robot.files.robotId, [await robot.token(), await robot.token()], 3.5],
+        args: [t.fleet.cloud.signalUrl, robot.files.robotId, [await robot.token(), await robot.token()], 3.5],
         timeoutMs: 60_000,
       }),
-      chromium.run<WatchResult>({
+      t.chromium.run<WatchResult>({
         entry: page,
         exportName: 'watch',
-        args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token('observe'), 7],
+        args: [t.fleet.cloud.signalUrl, robot.files.robotId, await robot.token('observe'), 7],
         timeoutMs: 60_000,
       }),
     ]);
@@ -141,10 +128,10 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium, t
       },
       () => undefined,
     );
-    const result = await chromium.run<WatchResult & { offers: number }>({
+    const result = await t.chromium.run<WatchResult & { offers: number }>({
       entry: page,
       exportName: 'watchAcrossRestart',
-      args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 60, 40],
+      args: [t.fleet.cloud.signalUrl, robot.files.robotId, await robot.token(), 60, 40],
       timeoutMs: 60_000,
       allowConsoleErrors: true, // Chromium logs the attempts that fail while svcd is down
     });
@@ -159,15 +146,15 @@ describe('direct path: camera → svcd → WebTransport → pilot in Chromium, t
     // A bound socket that reads and never answers: QUIC's handshake to it would wait for its timeout.
     const blackHole = createSocket('udp4');
     await new Promise<void>((resolve) => blackHole.bind(0, '127.0.0.1', resolve));
-    cleanups.push(() => new Promise<void>((resolve) => blackHole.close(() => resolve())));
+    t.defer(() => new Promise<void>((resolve) => blackHole.close(() => resolve())));
     const token = await robot.token();
-    const { offer } = await chromium.run<{ offer: OfferSummary | null }>({
+    const { offer } = await t.chromium.run<{ offer: OfferSummary | null }>({
       entry: page,
       exportName: 'tryOffer',
-      args: [fleet.cloud.signalUrl, robot.files.robotId, token],
+      args: [t.fleet.cloud.signalUrl, robot.files.robotId, token],
     });
     const urls = [`https://127.0.0.1:${blackHole.address().port}/`, ...offer!.urls];
-    const outcome = await chromium.run<PilotOutcome>({
+    const outcome = await t.chromium.run<PilotOutcome>({
       entry: page,
       exportName: 'connectDirect',
       args: [urls, offer!.certificateHashes, token, 20],

@@ -7,29 +7,17 @@
  */
 import { createSocket } from 'node:dgram';
 import { fileURLToPath } from 'node:url';
-import { ChromiumSession, freeUdpPort, type RunningPublisher, startPublisher } from '@svc/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freeUdpPort, type RunningPublisher, startPublisher } from '@svc/testkit';
+import { describe, expect, it } from 'vitest';
 import type { WatchResult } from './fixtures/pilot-page.js';
-import { type Fleet, type FleetRobot, startFleet } from './support/fleet.js';
+import { useBrowserFleet } from './support/browser-fleet.js';
+import type { FleetRobot } from './support/fleet.js';
 
 const page = fileURLToPath(new URL('./fixtures/pilot-page.ts', import.meta.url));
 /** Ten seconds at 30 fps: no natural keyframe comes while a test watches. */
 const GOP_FRAMES = 300;
 
-let chromium: ChromiumSession;
-let fleet: Fleet;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  [chromium, fleet] = await Promise.all([ChromiumSession.open(), startFleet()]);
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(async () => {
-  await chromium?.close();
-  await fleet?.stop();
-});
+const t = useBrowserFleet();
 
 /** A publisher streaming to a new RTP port, and a robot of alice's org ingesting it. */
 async function publishedRobot(
@@ -44,8 +32,8 @@ async function publishedRobot(
     gopFrames: GOP_FRAMES,
     ...(publisher.pattern !== undefined && { pattern: publisher.pattern }),
   });
-  cleanups.push(() => camera.stop());
-  const robot = await fleet.robot(
+  t.defer(() => camera.stop());
+  const robot = await t.fleet.robot(
     robotId,
     [
       '[[channel]]',
@@ -58,15 +46,15 @@ async function publishedRobot(
     ],
     { publisherControl: camera.controlAddress },
   );
-  cleanups.push(() => robot.remove());
+  t.defer(() => robot.remove());
   return { robot, camera };
 }
 
 const watch = async (robot: FleetRobot, seconds: number) =>
-  chromium.run<WatchResult>({
+  t.chromium.run<WatchResult>({
     entry: page,
     exportName: 'watch',
-    args: [fleet.cloud.signalUrl, robot.files.robotId, await robot.token('observe'), seconds],
+    args: [t.fleet.cloud.signalUrl, robot.files.robotId, await robot.token('observe'), seconds],
     timeoutMs: 60_000,
   });
 
@@ -79,9 +67,9 @@ describe('first picture at join', () => {
     const heard: Record<string, unknown>[] = [];
     control.on('message', (m) => heard.push(JSON.parse(m.toString('utf8')) as Record<string, unknown>));
     await new Promise<void>((resolve) => control.bind(0, '127.0.0.1', resolve));
-    cleanups.push(() => new Promise<void>((resolve) => control.close(() => resolve())));
+    t.defer(() => new Promise<void>((resolve) => control.close(() => resolve())));
     const port = await freeUdpPort();
-    const robot = await fleet.robot(
+    const robot = await t.fleet.robot(
       'replay-live',
       [
         '[[channel]]',
@@ -93,10 +81,10 @@ describe('first picture at join', () => {
       ],
       { publisherControl: `127.0.0.1:${control.address().port}` },
     );
-    cleanups.push(() => robot.remove());
+    t.defer(() => robot.remove());
     // The robot listens before the camera starts, so it has the GOP's keyframe.
     const camera = await startPublisher({ port, answer: false, gopFrames: GOP_FRAMES });
-    cleanups.push(() => camera.stop());
+    t.defer(() => camera.stop());
     const result = await watch(robot, 3);
     const stats = video(result);
     expect(stats.replayed, JSON.stringify(result.stats)).toBeGreaterThan(0); // frames before the current one: decoded, not painted

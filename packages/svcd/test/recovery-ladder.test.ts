@@ -7,35 +7,22 @@
  */
 import { fileURLToPath } from 'node:url';
 import { LinkShaper } from '@svc/shaper';
-import { ChromiumSession, freeUdpPort, startPublisher } from '@svc/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freeUdpPort, startPublisher } from '@svc/testkit';
+import { describe, expect, it } from 'vitest';
 import type { OfferSummary, WatchResult } from './fixtures/pilot-page.js';
-import { type Fleet, startFleet } from './support/fleet.js';
+import { useBrowserFleet } from './support/browser-fleet.js';
 
 const page = fileURLToPath(new URL('./fixtures/pilot-page.ts', import.meta.url));
 const BURSTS = { burstLoss: { rate: 0.05, meanBurst: 3 } };
 
-let chromium: ChromiumSession;
-let fleet: Fleet;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  [chromium, fleet] = await Promise.all([ChromiumSession.open(), startFleet()]);
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(async () => {
-  await chromium?.close();
-  await fleet?.stop();
-});
+const t = useBrowserFleet();
 
 describe('recovery ladder under burst loss', () => {
   it('climbs ltr → intra_refresh → idr while loss continues, the publisher answers, and after two quiet seconds starts at ltr again; the picture never freezes past the grace', async () => {
     const port = await freeUdpPort();
     const camera = await startPublisher({ port, gopFrames: 300, bitrateKbps: 1500, pattern: 'snow' });
-    cleanups.push(() => camera.stop());
-    const robot = await fleet.robot(
+    t.defer(() => camera.stop());
+    const robot = await t.fleet.robot(
       'ladder',
       [
         '[[channel]]',
@@ -47,20 +34,20 @@ describe('recovery ladder under burst loss', () => {
       ],
       { publisherControl: camera.controlAddress },
     );
-    cleanups.push(() => robot.remove());
+    t.defer(() => robot.remove());
     const shaper = await LinkShaper.start({
       listen: { address: '127.0.0.1', port: 0 },
       target: { address: '127.0.0.1', port: robot.files.quicPort },
       down: BURSTS,
       seed: 7,
     });
-    cleanups.push(() => shaper.close());
+    t.defer(() => shaper.close());
 
     const token = await robot.token('observe');
-    const { offer } = await chromium.run<{ offer: OfferSummary | null }>({
+    const { offer } = await t.chromium.run<{ offer: OfferSummary | null }>({
       entry: page,
       exportName: 'tryOffer',
-      args: [fleet.cloud.signalUrl, 'ladder', token],
+      args: [t.fleet.cloud.signalUrl, 'ladder', token],
     });
     const requests = () =>
       camera
@@ -68,7 +55,7 @@ describe('recovery ladder under burst loss', () => {
         .filter((m) => m.type === 'recovery-request' && m.reason === 'pilot-loss')
         .map((m) => m.kind as string);
 
-    const watching = chromium.run<WatchResult & { longestFreezeMs: number }>({
+    const watching = t.chromium.run<WatchResult & { longestFreezeMs: number }>({
       entry: page,
       exportName: 'watchAt',
       args: [[`https://127.0.0.1:${shaper.address().port}/`], offer!.certificateHashes, token, 16],
