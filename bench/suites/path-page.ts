@@ -16,6 +16,8 @@ export interface PathSample {
   readonly paints: [number, number][];
   readonly decoded: number;
   readonly lost: number;
+  /** The robot's last `agent-stats` for the video channel (parity, drops, packets sent). */
+  readonly robot: Record<string, number | string> | null;
 }
 
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -57,7 +59,9 @@ export async function measurePath(
   const deadline = performance.now() + 15_000;
   while (connection.state !== 'connected' && performance.now() < deadline) await sleep(10);
   await sleep(seconds * 1000);
-  const channel = Object.values(connection.stats().channels)[0];
+  const stats = connection.stats();
+  const channel = Object.values(stats.channels)[0];
+  const robot = Object.entries(stats.robot).find(([id]) => id !== '0')?.[1] ?? null;
   connection.close();
   return {
     connectToFirstPaintMs: firstPaint,
@@ -66,6 +70,7 @@ export async function measurePath(
     paints,
     decoded: channel?.decoded ?? 0,
     lost: channel?.reassembler.framesLost ?? 0,
+    robot,
   };
 }
 

@@ -44,6 +44,12 @@ export interface VideoIngestOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly logger?: Logger;
   readonly reorder?: ReorderOptions;
+  /**
+   * Hand out every access unit in memory that the next one reuses: `AccessUnit.data` is valid
+   * during `onAccessUnit` only, and the caller copies what it keeps. Saves an allocation (outside
+   * the JavaScript heap) per access unit.
+   */
+  readonly lendAccessUnits?: boolean;
   /** RTSP tuning passed to the source (timeouts, backoff), mostly for tests. */
   readonly rtsp?: {
     readonly timeoutMs?: number;
@@ -75,6 +81,8 @@ export interface RtpPipelineOptions {
   readonly onLoss?: (packets: number) => void;
   readonly logger?: Logger;
   readonly reorder?: ReorderOptions;
+  /** See {@link VideoIngestOptions.lendAccessUnits}. */
+  readonly lendAccessUnits?: boolean;
 }
 
 /**
@@ -122,7 +130,10 @@ export class RtpPipeline {
     };
   }
 
-  /** Takes one raw RTP (or RTCP) packet. */
+  /**
+   * Takes one raw RTP (or RTCP) packet. `bytes` is used during the call only (what must wait is
+   * copied), so the caller may reuse its memory for the next packet.
+   */
   handleRtp(bytes: Uint8Array, receivedAtMs: number): void {
     this.stats.received++;
     if (isRtcp(bytes)) {
@@ -178,6 +189,7 @@ export class RtpPipeline {
       codec: this.#options.codec,
       logger: this.#logger,
       toCaptureTimeUs: (ts: number) => this.#clock.toMicros(ts),
+      lendAccessUnits: this.#options.lendAccessUnits === true,
     };
     const fmtp = media?.fmtp;
     switch (this.#options.family) {
@@ -226,6 +238,7 @@ export class VideoIngest {
       logger: this.#logger,
       ...(options.onLoss !== undefined && { onLoss: options.onLoss }),
       ...(options.reorder !== undefined && { reorder: options.reorder }),
+      ...(options.lendAccessUnits !== undefined && { lendAccessUnits: options.lendAccessUnits }),
     });
   }
 

@@ -2,6 +2,7 @@
  * Access-unit assembly shared by the H.264 and H.265 depacketisers ({@link NalUnitDepacketizer}):
  * NAL units in, whole Annex B access units out, with parameter-set caching and loss handling.
  */
+import { ReusedBuffer } from './reused-buffer.js';
 import type { AccessUnit, Depacketizer, DepacketizerStats, Logger, RtpPacket } from './types.js';
 import { silentLogger } from './types.js';
 
@@ -64,6 +65,13 @@ export interface NalDepacketizerOptions {
    * not unwrap.
    */
   readonly toCaptureTimeUs?: (rtpTimestamp: number) => number;
+  /**
+   * Write every access unit into one buffer that the next access unit reuses, instead of a fresh
+   * one each: `AccessUnit.data` is then valid during the call that receives it only, and the
+   * caller copies what it keeps. Saves an allocation per access unit (and the garbage collection
+   * of memory outside the JavaScript heap that it drives).
+   */
+  readonly lendAccessUnits?: boolean;
 }
 
 /** Number of parameter set kinds: VPS, SPS, PPS (H.264 uses the last two). */
@@ -71,6 +79,16 @@ const PARAMETER_SET_KINDS = 3;
 /** Rank of every NAL unit that is not a parameter set, for ordering parameter sets before it. */
 const RANK_AFTER_PARAMETER_SETS = PARAMETER_SET_KINDS;
 const KIND_NAMES = ['VPS', 'SPS', 'PPS'] as const;
+/** First size of the assembly buffer; it grows to the largest access unit seen. */
+const INITIAL_ASSEMBLY_BYTES = 64 * 1024;
+
+/** A four-byte Annex B start code (00 00 00 01) at `at`. */
+function writeStartCode(data: Uint8Array, at: number): void {
+  data[at] = 0;
+  data[at + 1] = 0;
+  data[at + 2] = 0;
+  data[at + 3] = 1;
+}
 
 function defaultCaptureTimeUs(rtpTimestamp: number): number {
   return Math.round((rtpTimestamp * 1e6) / 90_000);
@@ -83,8 +101,10 @@ function defaultCaptureTimeUs(rtpTimestamp: number): number {
  * access units that lost a packet or carried a malformed one, drops access unit delimiters, caches
  * parameter sets and puts them in front of keyframes that lack them.
  *
- * Payload bytes are referenced, not copied, until the access unit is emitted: the caller must not
- * reuse a packet's buffer before then. Each NAL unit is copied once, into the access unit's data.
+ * Payload bytes are copied as they arrive, into one assembly buffer kept from access unit to
+ * access unit, so the caller may reuse a packet's memory as soon as `handlePacket` returns (the
+ * ingest reads datagrams into memory it reuses). Each NAL unit is copied again into the access
+ * unit's data.
  */
 export abstract class NalUnitDepacketizer implements Depacketizer {
   /** Counters; `skipped` reasons: `malformed`, `fragment`, `no-slice`, `unknown-type`, unsupported kinds. */
@@ -101,6 +121,10 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
   private readonly codec: string;
   private readonly description: NalCodecDescription;
   private readonly toCaptureTimeUs: (rtpTimestamp: number) => number;
+  /** With `lendAccessUnits`: the memory every access unit is written into. */
+  private readonly output: ReusedBuffer | undefined;
+  /** The lent memory holds an access unit returned by the current `handlePacket` call. */
+  private outputTaken = false;
   private readonly warned = new Set<string>();
   /** Latest parameter sets by kind (VPS, SPS, PPS), each by id. */
   private readonly parameterSets: Map<number, Uint8Array>[] = [new Map(), new Map(), new Map()];
@@ -116,11 +140,13 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
   /** Packets may be missing before this access unit's first: emit it only if it starts a picture. */
   private checkHead = false;
 
-  /** Byte pieces of the access unit's NAL units, in order. */
-  private readonly chunks: Uint8Array[] = [];
+  /** The access unit's NAL unit bytes (without start codes), back to back; grows, never shrinks. */
+  private assembly = new Uint8Array(INITIAL_ASSEMBLY_BYTES);
+  /** Bytes of {@link assembly} in use. */
+  private assembled = 0;
   private readonly nalTypes: number[] = [];
-  /** For each complete NAL unit: index in `chunks` after its last piece. */
-  private readonly nalChunkEnds: number[] = [];
+  /** For each complete NAL unit: where its bytes start in {@link assembly}. */
+  private readonly nalStarts: number[] = [];
   private readonly nalSizes: number[] = [];
   private slices = 0;
   private keyframe = false;
@@ -130,7 +156,8 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
   /** A NAL unit is being reassembled from fragments. */
   private nalOpen = false;
   private openType = 0;
-  private openChunkStart = 0;
+  /** Where the NAL unit being reassembled starts in {@link assembly}. */
+  private openStart = 0;
   private openSize = 0;
 
   /** Subclasses call {@link seedParameterSets} once their own fields exist. */
@@ -138,12 +165,14 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
     this.codec = options.codec;
     this.logger = options.logger ?? silentLogger;
     this.toCaptureTimeUs = options.toCaptureTimeUs ?? defaultCaptureTimeUs;
+    this.output = options.lendAccessUnits === true ? new ReusedBuffer() : undefined;
     this.description = description;
   }
 
   /** Takes one packet; returns the access units it completed (marker bit or timestamp change). */
   handlePacket(packet: RtpPacket, receivedAtMs: number): AccessUnit[] {
     this.stats.packets++;
+    this.outputTaken = false;
     const completed: AccessUnit[] = [];
     if (this.open && packet.timestamp !== this.timestamp) {
       // The previous access unit never saw its marker. After a reported loss its tail is missing.
@@ -212,9 +241,9 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
     if (this.nalOpen) this.dropFragment();
     this.nalOpen = true;
     this.openType = type;
-    this.openChunkStart = this.chunks.length;
+    this.openStart = this.assembled;
     this.openSize = first.length;
-    this.chunks.push(first);
+    this.append(first);
   }
 
   /**
@@ -226,7 +255,7 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
       this.dropFragment();
       return;
     }
-    this.chunks.push(piece);
+    this.append(piece);
     this.openSize += piece.length;
   }
 
@@ -237,11 +266,11 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
     const type = this.openType;
     const role = this.description.roles[type] ?? NalRole.other;
     if (role === NalRole.delimiter) {
-      this.chunks.length = this.openChunkStart;
+      this.assembled = this.openStart;
       return;
     }
     this.nalTypes.push(type);
-    this.nalChunkEnds.push(this.chunks.length);
+    this.nalStarts.push(this.openStart);
     this.nalSizes.push(this.openSize);
     if (role === NalRole.slice || role === NalRole.randomAccessSlice) {
       this.slices++;
@@ -300,20 +329,25 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
     this.parameterSets[kind]!.set(id, nal);
   }
 
-  /** A copy of the NAL unit just completed, from its pieces. */
+  /** A copy of the NAL unit just completed. */
   private copyOpenNal(): Uint8Array {
-    const nal = new Uint8Array(this.openSize);
-    let offset = 0;
-    for (let c = this.openChunkStart; c < this.chunks.length; c++) {
-      const chunk = this.chunks[c]!;
-      nal.set(chunk, offset);
-      offset += chunk.length;
+    return this.assembly.slice(this.openStart, this.openStart + this.openSize);
+  }
+
+  /** Copies `bytes` to the end of the assembly buffer, growing it when they do not fit. */
+  private append(bytes: Uint8Array): void {
+    const end = this.assembled + bytes.length;
+    if (end > this.assembly.length) {
+      const grown = new Uint8Array(Math.max(end, this.assembly.length * 2));
+      grown.set(this.assembly.subarray(0, this.assembled));
+      this.assembly = grown;
     }
-    return nal;
+    this.assembly.set(bytes, this.assembled);
+    this.assembled = end;
   }
 
   private discardOpenNal(): void {
-    this.chunks.length = this.openChunkStart;
+    this.assembled = this.openStart;
     this.nalOpen = false;
   }
 
@@ -390,9 +424,16 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
       for (const nal of this.parameterSets[kind]!.values()) total += 4 + nal.length;
     }
 
-    const data = new Uint8Array(total);
+    // A packet can complete two access units (one without its marker, then its own): the lent
+    // memory takes the first, the second gets its own.
+    let data: Uint8Array;
+    if (this.output !== undefined && !this.outputTaken) {
+      data = this.output.take(total);
+      this.outputTaken = true;
+    } else {
+      data = new Uint8Array(total);
+    }
     let position = 0;
-    let chunkIndex = 0;
     let firstSlice = true;
     let bSlice = false;
     for (let i = 0; i < this.nalTypes.length; i++) {
@@ -404,21 +445,18 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
           if ((pending & (1 << k)) === 0) continue;
           pending &= ~(1 << k);
           for (const nal of this.parameterSets[k]!.values()) {
-            data[position + 3] = 1;
+            writeStartCode(data, position);
             data.set(nal, position + 4);
             position += 4 + nal.length;
           }
         }
       }
-      data[position + 3] = 1;
+      writeStartCode(data, position);
       position += 4;
       const nalStart = position;
-      const chunkEnd = this.nalChunkEnds[i]!;
-      for (; chunkIndex < chunkEnd; chunkIndex++) {
-        const chunk = this.chunks[chunkIndex]!;
-        data.set(chunk, position);
-        position += chunk.length;
-      }
+      const from = this.nalStarts[i]!;
+      data.set(this.assembly.subarray(from, from + this.nalSizes[i]!), position);
+      position += this.nalSizes[i]!;
       const role = this.description.roles[type] ?? NalRole.other;
       if (role === NalRole.slice || role === NalRole.randomAccessSlice) {
         const flags = this.inspectSlice(data.subarray(nalStart, position));
@@ -445,9 +483,9 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
   }
 
   private clearAccessUnit(): void {
-    this.chunks.length = 0;
+    this.assembled = 0;
     this.nalTypes.length = 0;
-    this.nalChunkEnds.length = 0;
+    this.nalStarts.length = 0;
     this.nalSizes.length = 0;
     this.slices = 0;
     this.keyframe = false;

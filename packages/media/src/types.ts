@@ -27,7 +27,10 @@ export interface AccessUnitDetails {
 export interface AccessUnit {
   /** The channel's configured codec string, unchanged. */
   readonly codec: string;
-  /** Annex B (start codes) for H.264/H.265; a complete JPEG file for Motion JPEG. */
+  /**
+   * Annex B (start codes) for H.264/H.265; a complete JPEG file for Motion JPEG. With the
+   * ingest's `lendAccessUnits`, valid during the callback that receives it only.
+   */
   readonly data: Uint8Array;
   /** RTP timestamp of the access unit (32 bits). */
   readonly rtpTimestamp: number;

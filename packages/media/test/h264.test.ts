@@ -173,6 +173,23 @@ describe('H264Depacketizer: golden packets', () => {
     ]);
   });
 
+  it('lends access units in one reused buffer, yet two completed by one packet keep their own bytes', () => {
+    const d = depacketizer({ lendAccessUnits: true });
+    const [first] = d.handlePacket(rtp(IDR, { timestamp: 0, marker: true }), 0);
+    expect(first?.data).toEqual(annexB([IDR]));
+    const lent = first!.data.buffer;
+    expect(d.handlePacket(rtp(P_SLICE, { timestamp: 3000 }), 1)).toEqual([]);
+    const units = d.handlePacket(rtp(B_SLICE, { timestamp: 6000, marker: true }), 2);
+    expect(units.map((u) => u.data)).toEqual([annexB([P_SLICE]), annexB([B_SLICE])]);
+    expect(units[0]!.data.buffer).toBe(lent);
+    // The second start code lands on bytes of the earlier, longer IDR access unit: it is written
+    // whole, not left to a zeroed buffer.
+    expect(d.handlePacket(rtp(P_SLICE, { timestamp: 9000 }), 3)).toEqual([]);
+    const [next] = d.handlePacket(rtp(P_SLICE_MB10, { timestamp: 9000, marker: true }), 4);
+    expect(next?.data).toEqual(annexB([P_SLICE, P_SLICE_MB10]));
+    expect(next!.data.buffer).toBe(lent);
+  });
+
   it('drops an access unit whose marker packet was lost and emits the next one', () => {
     const d = depacketizer();
     feed(d, [rtp(P_SLICE, { timestamp: 0, sequenceNumber: 10 })]);

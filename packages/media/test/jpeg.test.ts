@@ -105,16 +105,32 @@ function feed(depacketizer: JpegDepacketizer, packets: readonly RtpPacket[], rec
   return packets.flatMap((packet, i) => depacketizer.handlePacket(packet, receivedAtMs + i));
 }
 
-/** Feeds captured packets in order, reporting sequence gaps as loss. */
-function depacketizeCapture(depacketizer: JpegDepacketizer, packets: readonly RtpPacket[]): AccessUnit[] {
+/**
+ * Feeds captured packets in order, reporting sequence gaps as loss. With `reuseMemory`, every
+ * payload is handed over in the same buffer, filled with garbage after each call, as memory that
+ * is reused for the next datagram.
+ */
+function depacketizeCapture(
+  depacketizer: JpegDepacketizer,
+  packets: readonly RtpPacket[],
+  { reuseMemory = false } = {},
+): AccessUnit[] {
   const units: AccessUnit[] = [];
+  const scratch = new Uint8Array(65_536);
   let previous: number | undefined;
   packets.forEach((packet, i) => {
     if (previous !== undefined && ((packet.sequenceNumber - previous) & 0xffff) !== 1) {
       depacketizer.handleLoss();
     }
     previous = packet.sequenceNumber;
-    units.push(...depacketizer.handlePacket(packet, i));
+    if (!reuseMemory) {
+      units.push(...depacketizer.handlePacket(packet, i));
+      return;
+    }
+    scratch.set(packet.payload);
+    const payload = scratch.subarray(0, packet.payload.length);
+    units.push(...depacketizer.handlePacket({ ...packet, payload }, i));
+    payload.fill(0xa5);
   });
   return units;
 }
@@ -735,6 +751,18 @@ describe('with real encoders and decoders', () => {
     }
     const path = await writeFrames('ffmpeg', units);
     await expectCleanDecode('ffmpeg', path, 30);
+    // The batched receive reuses its memory for the next datagrams: the same frames, byte for byte.
+    const fromReusedMemory = depacketizeCapture(new JpegDepacketizer({ codec: 'mjpeg' }), capture.packets, {
+      reuseMemory: true,
+    });
+    expect(fromReusedMemory.map((u) => hex(u.data))).toEqual(units.map((u) => hex(u.data)));
+    // Lent frames (one buffer, reused by the next frame) have the same bytes while they are lent.
+    const lentHex: string[] = [];
+    const lending = new JpegDepacketizer({ codec: 'mjpeg', lendAccessUnits: true });
+    for (const [i, packet] of capture.packets.entries()) {
+      for (const unit of lending.handlePacket(packet, i)) lentHex.push(hex(unit.data));
+    }
+    expect(lentHex).toEqual(units.map((u) => hex(u.data)));
 
     const reference = join(dir, 'ffmpeg-reference.mjpeg');
     const encoded = await run(TOOLS.ffmpeg, ['-v', 'error', ...FFMPEG_SOURCE, '-f', 'mjpeg', reference]);

@@ -174,29 +174,37 @@ describe('rtp:// inputs', () => {
     ['IPv4', '127.0.0.1'],
     ['IPv6', '::1'],
   ] as const) {
-    it(`receives datagrams on ${family} loopback`, async () => {
-      const received: Uint8Array[] = [];
-      const probe = dgram.createSocket(family === 'IPv4' ? 'udp4' : 'udp6');
-      await new Promise<void>((resolve) => probe.bind(0, address, resolve));
-      const port = probe.address().port;
-      probe.close();
-      const source = await UdpRtpSource.open({
-        url: family === 'IPv4' ? `rtp://${address}:${port}` : `rtp://[${address}]:${port}`,
-        onRtp: (p) => received.push(p),
-      });
-      const sender = dgram.createSocket(family === 'IPv4' ? 'udp4' : 'udp6');
-      try {
-        while (received.length === 0) {
-          sender.send(Uint8Array.of(0x80, 96, 0, 1), port, address);
-          await new Promise((r) => setTimeout(r, 10));
+    for (const batchedReceives of [true, false]) {
+      it(`receives a burst of datagrams on ${family} loopback, whole and in order (${batchedReceives ? 'recvmmsg' : 'dgram'})`, async () => {
+        const received: Uint8Array[] = [];
+        const probe = dgram.createSocket(family === 'IPv4' ? 'udp4' : 'udp6');
+        await new Promise<void>((resolve) => probe.bind(0, address, resolve));
+        const port = probe.address().port;
+        probe.close();
+        const source = await UdpRtpSource.open({
+          url: family === 'IPv4' ? `rtp://${address}:${port}` : `rtp://[${address}]:${port}`,
+          // Each packet is lent for the call only: kept as a copy.
+          onRtp: (p) => received.push(p.slice()),
+          batchedReceives,
+        });
+        expect(source.receiveMode).toBe(batchedReceives ? 'recvmmsg' : 'dgram');
+        const sender = dgram.createSocket(family === 'IPv4' ? 'udp4' : 'udp6');
+        const packet = (i: number) => {
+          const p = new Uint8Array(1200).fill(i & 0xff);
+          p.set([0x80, 96, i >> 8, i & 0xff]);
+          return p;
+        };
+        try {
+          for (let i = 0; i < 100; i++) sender.send(packet(i), port, address);
+          while (received.length < 100) await new Promise((r) => setTimeout(r, 10));
+          for (const [i, p] of received.entries()) expect(Buffer.from(p).equals(packet(i))).toBe(true);
+          expect(source.port).toBe(port);
+        } finally {
+          sender.close();
+          await source.close();
         }
-        expect([...received[0]!]).toEqual([0x80, 96, 0, 1]);
-        expect(source.port).toBe(port);
-      } finally {
-        sender.close();
-        await source.close();
-      }
-    });
+      });
+    }
   }
 
   it('says when the port is taken', async () => {

@@ -14,6 +14,7 @@ import {
 } from '@svc/wire';
 import { reportListenerError } from './listener.js';
 import { OfferError, type RobotOffer, requestOffer } from './signalling.js';
+import type { LossPolicy } from './video/decoder.js';
 import { type PlayerPaintReport, VideoChannelPlayer } from './video/player.js';
 import type { VideoStatsSnapshot } from './video/stats.js';
 
@@ -94,7 +95,9 @@ export interface PilotConnectionStats {
   readonly malformedDatagrams: number;
   readonly channels: Record<string, VideoStatsSnapshot & { reassembler: Reassembler['stats'] }>;
   /** The robot's latest `agent-stats`, per channel id. */
-  readonly robot: Record<string, Record<string, number>>;
+  readonly robot: Record<string, Record<string, number | string>>;
+  /** The robot's QoS profile (the driver may change it: {@link PilotConnection.setQos}). */
+  readonly profile?: QosProfileName;
 }
 
 interface SensorInput {
@@ -145,6 +148,8 @@ export class PilotConnection {
   #commands = new Map<number | string, { readonly channel: ControlChannel; readonly packer: FramePacker }>();
   #datagramWriter: WritableStreamDefaultWriter<Uint8Array> | undefined;
   #role: ControlRole | undefined;
+  /** The robot's QoS profile, from `welcome` and each `qos` since. */
+  #profile: QosProfileName | undefined;
   #channels: readonly ControlChannel[] = [];
   #sessions = 0;
   #rttMs: number | undefined;
@@ -156,7 +161,7 @@ export class PilotConnection {
   #early: Uint8Array[] = [];
   #welcomed = false;
   #lastStats: Record<string, VideoStatsSnapshot & { reassembler: Reassembler['stats'] }> = {};
-  #robotStats: Record<string, Record<string, number>> = {};
+  #robotStats: Record<string, Record<string, number | string>> = {};
 
   private constructor(options: PilotConnectOptions) {
     this.#options = options;
@@ -226,7 +231,7 @@ export class PilotConnection {
    * Asks the robot for another QoS profile (`set-qos`): the driver's choice of what the link is
    * used for. Returns `false`, sending nothing, when not connected or when this session observes.
    */
-  setQos(profile: Extract<ControlMessage, { type: 'set-qos' }>['profile']): boolean {
+  setQos(profile: QosProfileName): boolean {
     if (this.#state !== 'connected' || this.#role !== 'driver') return false;
     void this.#send({ type: 'set-qos', profile });
     return true;
@@ -245,6 +250,7 @@ export class PilotConnection {
       malformedDatagrams: this.#malformed,
       channels,
       robot: this.#robotStats,
+      ...(this.#profile !== undefined && { profile: this.#profile }),
     };
   }
 
@@ -413,6 +419,7 @@ export class PilotConnection {
       case 'welcome': {
         this.#sessions++;
         this.#role = message.role;
+        this.#profile = message.qos.profile;
         this.#channels = message.channels;
         const starting: Promise<void>[] = [];
         for (const channel of message.channels) {
@@ -451,6 +458,16 @@ export class PilotConnection {
       case 'agent-stats':
         this.#robotStats = message.channels;
         return;
+      case 'qos':
+        // The driver changed the profile: every pilot of the robot follows it.
+        this.#profile = message.profile;
+        for (const p of this.#playback.values()) {
+          p.player.setQos(
+            this.#options.presentationDelayMs ?? message.presentation_delay_ms,
+            lossPolicyOf(message.profile),
+          );
+        }
+        return;
       case 'pong': {
         const now = performance.now();
         this.#rttMs = now - message.t;
@@ -471,7 +488,7 @@ export class PilotConnection {
   ): Promise<void> {
     const area = document.createElement('div');
     area.dataset.svcChannel = String(channel.id);
-    const lossPolicy = profile === 'quality' ? 'freeze' : 'continue';
+    const lossPolicy = lossPolicyOf(profile);
     this.#options.container.append(area);
     const playback: ChannelPlayback = {
       channel,
@@ -647,4 +664,11 @@ export class PilotConnection {
 function fromHex(hex: string): Uint8Array<ArrayBuffer> {
   const pairs = hex.match(/[0-9a-f]{2}/gi) ?? [];
   return Uint8Array.from(pairs.map((p) => Number.parseInt(p, 16)));
+}
+
+type QosProfileName = Extract<ControlMessage, { type: 'set-qos' }>['profile'];
+
+/** What the pilot does after a frame it cannot repair, per profile (architecture page). */
+function lossPolicyOf(profile: string): LossPolicy {
+  return profile === 'quality' ? 'freeze' : 'continue';
 }

@@ -306,6 +306,7 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     const t = setup();
     await t.decoder.start();
     t.decoder.handleFrame(frame(0, 10));
+    t.current().output(t.current().chunks[0]!.timestamp); // running: the bound applies
     t.current().decodeQueueSize = 4;
     for (let i = 1; i < 10; i++) t.decoder.handleFrame(frame(i, 10));
     t.decoder.handleFrame(frame(10, 10)); // keyframes always go in
@@ -314,6 +315,45 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     expect(t.requests).toEqual(['backpressure']);
     expect(t.decodedIds()).toEqual([0, 10, 11]);
     expect(t.decoder.stats.snapshot()).toMatchObject({ dropped: 9, waitingForKeyframe: 0 });
+  });
+
+  it('a decoder that has not caught up since its start is starting, not behind: deltas wait for it up to a second of video', async () => {
+    const t = setup();
+    t.decoder.catchUp(9);
+    await t.decoder.start();
+    // The robot's replay (keyframe 0, deltas 1..9), then live frames while a slow start works.
+    for (let i = 0; i < 10; i++) t.decoder.handleFrame(frame(i, 300));
+    const d = t.current();
+    for (let i = 10; i < 39; i++) {
+      d.decodeQueueSize = i;
+      t.decoder.handleFrame(frame(i, 300));
+    }
+    expect(t.decodedIds()).toHaveLength(39);
+    expect(t.requests).toEqual([]);
+    // The replay is out, but the live frames behind it still wait: not caught up yet.
+    d.decodeQueueSize = 20;
+    for (const chunk of d.chunks.slice(0, 10)) d.output(chunk.timestamp);
+    d.decodeQueueSize = 29;
+    t.decoder.handleFrame(frame(39, 300));
+    expect(t.requests).toEqual([]);
+    // Beyond a second of waiting it counts as falling behind.
+    d.decodeQueueSize = 31;
+    t.decoder.handleFrame(frame(40, 300));
+    expect(t.requests).toEqual(['backpressure']);
+    expect(t.decodedIds()).toHaveLength(40);
+  });
+
+  it('once caught up, more than maxDecodeQueue waiting chunks are falling behind', async () => {
+    const t = setup();
+    await t.decoder.start();
+    t.decoder.handleFrame(frame(0, 300));
+    const d = t.current();
+    d.decodeQueueSize = 2;
+    d.output(d.chunks[0]!.timestamp); // 2 waiting at this output: caught up
+    d.decodeQueueSize = 4;
+    t.decoder.handleFrame(frame(1, 300));
+    expect(t.requests).toEqual(['backpressure']);
+    expect(t.decodedIds()).toEqual([0]);
   });
 
   it('a replay at join: frames that come during the codec check are held, all are decoded despite the queue, only the last is marked to paint', async () => {
@@ -328,6 +368,7 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     d.decodeQueueSize = 5; // all five still decoding: the replay does not count as falling behind
     t.decoder.handleFrame(frame(5));
     expect(t.decodedIds()).toEqual([0, 1, 2, 3, 4, 5]);
+    d.decodeQueueSize = 0; // it works through them
     for (const chunk of d.chunks) d.output(chunk.timestamp);
     expect(t.frames.map((f) => [f.meta.frameId, f.meta.replayed])).toEqual([
       [0, true],
@@ -343,6 +384,32 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     t.decoder.handleFrame(frame(6));
     expect(t.requests).toEqual(['backpressure']);
     expect(() => t.decoder.catchUp(70_000)).toThrow(TypeError);
+  });
+
+  it('a keyframe-alone replay (not live): the keyframe is painted, the deltas after it wait for the IDR whatever the loss policy', async () => {
+    const t = setup('continue');
+    await t.decoder.start();
+    // The robot's GOP started at frame 0; it replays keyframe 0 as frame id 40, the id just
+    // before the live stream's next frame, whose deltas refer to frames 1..40 this pilot never had.
+    t.decoder.catchUp(40, false);
+    t.decoder.handleFrame(frame(0, 300, { frameId: 40 }));
+    for (let i = 41; i < 50; i++) t.decoder.handleFrame(frame(i, 300));
+    expect(t.decodedIds()).toEqual([0]);
+    expect(t.decoder.state).toEqual({ kind: 'waiting-keyframe', reason: 'not-live' });
+    // The join already asked the robot for an IDR: no request of the pilot's own for the jump.
+    expect(t.requests).toEqual([]);
+    t.decoder.handleFrame(frame(50, 300, { keyframe: true, gopPosition: 0 }));
+    t.decoder.handleFrame(frame(51, 300, { gopPosition: 1 }));
+    expect(t.decodedIds()).toEqual([0, 50, 51]);
+    expect(t.decoder.state).toEqual({ kind: 'decoding' });
+    const d = t.current();
+    for (const chunk of d.chunks) d.output(chunk.timestamp);
+    expect(t.frames.map((f) => [f.meta.frameId, f.meta.replayed])).toEqual([
+      [40, false],
+      [50, false],
+      [51, false],
+    ]);
+    expect(t.decoder.stats.snapshot()).toMatchObject({ waitingForKeyframe: 9 });
   });
 
   it('close() releases the decoder, ignores further input and releases late output', async () => {

@@ -21,7 +21,7 @@ interface Meta extends PresentMeta {
 }
 
 /** A presenter on a fake canvas with a hand-driven clock and paint scheduler. */
-function harness(presentationDelayMs: number, extra: { maxQueued?: number } = {}) {
+function harness(presentationDelayMs: number, extra: { maxQueued?: number; rampDelay?: boolean } = {}) {
   let nowMs = 0;
   let pending: ((t: number) => void)[] = [];
   const draws: { id: number; args: number[] }[] = [];
@@ -44,6 +44,7 @@ function harness(presentationDelayMs: number, extra: { maxQueued?: number } = {}
     requestFrame: (cb) => pending.push(cb),
     stats,
     onPaint: (report) => paints.push(report),
+    rampDelay: false,
     ...extra,
   });
   const frames: FakeFrame[] = [];
@@ -108,6 +109,24 @@ describe('CanvasPresenter', () => {
     expect(h.stats()).toMatchObject({ painted: 3, late: 0, dropped: 0, reanchors: 0 });
     expect(h.frames.map((f) => f.closes)).toEqual([1, 1, 1]);
     expect(h.scheduled()).toBe(0);
+  });
+
+  it('paints the first frame at once and builds the delay up by playing a quarter slower (rampDelay, the default)', () => {
+    const h = harness(100, { rampDelay: true });
+    h.arrive(0, 0, 1000);
+    h.paintAt(1000);
+    expect(h.painted()).toEqual([0]);
+    // Frames keep arriving on time; each is due a little later than its arrival, until 100 ms.
+    const due: number[] = [];
+    for (let i = 1; i <= 30; i++) {
+      h.arrive(i, i * 33.3, 1000 + i * 33.3);
+      h.paintAt(1000 + i * 33.3 + 200);
+      due.push(h.paints.at(-1)!.dueMs - (1000 + i * 33.3));
+    }
+    expect(due[0]).toBeCloseTo(33.3 * 0.25, 1);
+    expect(due.every((d, i) => i === 0 || d >= due[i - 1]!)).toBe(true);
+    expect(due.at(-1)).toBe(100);
+    expect(h.stats()).toMatchObject({ painted: 31, late: 0, dropped: 0 });
   });
 
   it('sizes the canvas to the frame and draws over all of it, again when the size changes', () => {

@@ -43,12 +43,22 @@ export const ABR_TUNING = Object.freeze({
   /** `fec-down` lowers the delta rate by this and the per-block floor by one. */
   fecDownStep: 0.1,
   /**
-   * Clean time before each step up (`recover`); time without need and without congestion before
-   * each parity step down (`fec-down`); how long a congestion episode lasts after its last signal.
+   * Clean time before the request may step up (`recover`); time without need and without
+   * congestion before each parity step down (`fec-down`); how long a congestion episode lasts
+   * after its last signal.
    */
   holdMs: 3000,
+  /** Once the link has been clean for `holdMs`, the request steps up at most this often. */
+  upIntervalMs: 1000,
   /** A `recover` step multiplies video plus parity by this. */
   upFactor: 1.1,
+  /**
+   * After backlog or queueing delay at a total, `recover` steps stop at this share of it for
+   * `limitMemoryMs`: the link showed where it fills, so the request settles just below instead
+   * of climbing into the same queue again (a sawtooth). Then it may probe past it.
+   */
+  limitMargin: 0.9,
+  limitMemoryMs: 30_000,
   /** Queueing delay (smoothed minus minimum RTT) above `max(latencyBudgetMs, minRtt) / 2` steps down by this. */
   latencyFactor: 0.85,
   /** Frames dropped for backlog step down by this. */
@@ -143,7 +153,8 @@ const CACHED_LEVELS = 16;
  * whether the publisher should hear about it. Pure: time arrives as `now` (ms, never going back).
  *
  * Video plus parity stays inside the ceiling; the request steps down at once on backlog, queueing
- * delay or heavy loss, and up by small steps only after {@link ABR_TUNING}`.holdMs` of clean link,
+ * delay or heavy loss, and up by small steps (one a second at most) only after
+ * {@link ABR_TUNING}`.holdMs` of clean link,
  * so it does not flap. Transitions: `docs/adr/0009-qos-controllers.md`.
  */
 export class AbrController {
@@ -163,6 +174,10 @@ export class AbrController {
   #lastUpAt = Number.NEGATIVE_INFINITY;
   /** Last period in which the current parity was needed. */
   #parityNeededAt = Number.NEGATIVE_INFINITY;
+  /** Video plus parity when the last backlog or queueing-delay episode began, and when. */
+  #limit: { total: number; at: number } | undefined;
+  /** The previous period had backlog or queueing delay. */
+  #queuedBefore = false;
   readonly #rttWindow: { at: number; rtt: number }[] = [];
   readonly #totals = new Map<string, Float64Array>();
 
@@ -239,11 +254,16 @@ export class AbrController {
       fecDown = true;
     }
     level = this.#squeeze(level, this.ceilingKbps);
+    // Parity still above what the link needs gives its bytes back to video first (`fec-down`);
+    // only then may the total grow (`recover`).
+    const parityToGiveBack = level.pct > need.pct || level.min > need.min;
 
     // The video request under that parity.
     let bitrate: number;
     let stepped: 'recover' | null = null;
     if (congested) {
+      // The total at which the path filled: the first period of an episode, before its own cuts.
+      if ((backlog || latency) && !this.#queuedBefore) this.#limit = { total: prevTotal, at: now };
       let target = prevTotal;
       if (backlog) target = Math.min(target, prevTotal * t.backlogFactor);
       if (latency) target = Math.min(target, prevTotal * t.latencyFactor);
@@ -258,8 +278,17 @@ export class AbrController {
     } else if (fecDown) {
       bitrate = Math.max(prev.bitrateKbps, this.#fit(prevTotal, level));
       this.#lastUpAt = now;
-    } else if (clean && now - this.#lastUncleanAt >= t.holdMs && now - this.#lastUpAt >= t.holdMs) {
-      bitrate = Math.max(prev.bitrateKbps, this.#fit(prevTotal * t.upFactor, level));
+    } else if (
+      clean &&
+      !parityToGiveBack &&
+      now - this.#lastUncleanAt >= t.holdMs &&
+      now - this.#lastUpAt >= t.upIntervalMs
+    ) {
+      let target = prevTotal * t.upFactor;
+      if (this.#limit !== undefined && now - this.#limit.at < t.limitMemoryMs) {
+        target = Math.min(target, this.#limit.total * t.limitMargin);
+      }
+      bitrate = Math.max(prev.bitrateKbps, this.#fit(target, level));
       if (bitrate > prev.bitrateKbps) {
         stepped = 'recover';
         this.#lastUpAt = now;
@@ -268,6 +297,7 @@ export class AbrController {
       bitrate = Math.min(prev.bitrateKbps, this.#fit(prevTotal, level));
     }
     this.#level = level;
+    this.#queuedBefore = backlog || latency;
 
     // A lower frame rate only at the floor, while the congestion episode lasts.
     const episode = now - this.#lastCongestedAt < t.holdMs;

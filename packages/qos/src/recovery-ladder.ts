@@ -54,7 +54,7 @@ interface Pending extends RecoveryRequest {
  * method takes `now` (ms, never going back).
  */
 export class RecoveryLadder {
-  readonly recoveryGraceMs: number;
+  #recoveryGraceMs: number;
   readonly enabled: boolean;
   #rung = 0;
   /** When the first request on the current rung was sent. */
@@ -71,12 +71,22 @@ export class RecoveryLadder {
 
   constructor(options: RecoveryLadderOptions) {
     const { recoveryGraceMs, enabled = true } = options;
-    if (!Number.isFinite(recoveryGraceMs) || recoveryGraceMs <= 0) {
-      throw new TypeError(`recoveryGraceMs must be a positive number of ms, got ${recoveryGraceMs}`);
-    }
-    this.recoveryGraceMs = recoveryGraceMs;
+    this.#recoveryGraceMs = checkGrace(recoveryGraceMs);
     this.enabled = enabled;
     if (!enabled) this.#rung = RUNGS.length - 1;
+  }
+
+  /** How long a rung gets before continuing loss makes it climb, ms. */
+  get recoveryGraceMs(): number {
+    return this.#recoveryGraceMs;
+  }
+
+  /**
+   * Another profile's grace from now on (the driver changed the profile); the rung, the pending
+   * request and the 250 ms limit carry over.
+   */
+  setRecoveryGraceMs(recoveryGraceMs: number): void {
+    this.#recoveryGraceMs = checkGrace(recoveryGraceMs);
   }
 
   /** The current rung, as of the last call (always `idr` when the ladder is disabled). */
@@ -192,4 +202,11 @@ export class RecoveryLadder {
     }
     return { kind: request.kind, reason: request.reason };
   }
+}
+
+function checkGrace(recoveryGraceMs: number): number {
+  if (!Number.isFinite(recoveryGraceMs) || recoveryGraceMs <= 0) {
+    throw new TypeError(`recoveryGraceMs must be a positive number of ms, got ${recoveryGraceMs}`);
+  }
+  return recoveryGraceMs;
 }

@@ -223,6 +223,19 @@ describe('AbrController steps', () => {
   });
 });
 
+describe('AbrController limit memory', () => {
+  it('after queueing delay at a total, recovers to just below it and stays there, probing past it only later', () => {
+    const abr = new AbrController({ profile: qosProfile('balanced'), fps: 30 });
+    const before = total(abr.decision);
+    abr.handleTick(0, QUEUED);
+    const clean = run(abr, 1000, repeat(CLEAN, 60));
+    const within = clean.slice(0, ABR_TUNING.limitMemoryMs / 1000 - 1);
+    expect(Math.max(...within.map(total))).toBeLessThanOrEqual(before * ABR_TUNING.limitMargin);
+    expect(Math.max(...within.map(total))).toBeGreaterThan(before * ABR_TUNING.limitMargin * 0.9);
+    expect(total(clean.at(-1)!)).toBeGreaterThan(before * ABR_TUNING.limitMargin);
+  });
+});
+
 describe('AbrController suggestedFps', () => {
   it('is non-zero only at the floor while the link is still congested', () => {
     const abr = new AbrController({ profile: qosProfile('latency'), fps: 30 });
@@ -254,7 +267,7 @@ describe('AbrController suggestedFps', () => {
 
 describe('AbrController flapping', () => {
   /**
-   * Every step up of the request comes a full hold after the previous one, and a `recover` step
+   * Every step up of the request comes at least an up interval after the previous one, and a `recover` step
    * a full hold after the last period that was not clean (backlog, loss, residual loss, or
    * queueing delay above a quarter of the latency limit).
    */
@@ -276,7 +289,7 @@ describe('AbrController flapping', () => {
         s.smoothedRttMs - minRtt <= Math.max(profile.latencyBudgetMs, minRtt) / 4;
       if (!clean) lastUnclean = i * 1000;
       if (d.bitrateKbps > (decisions[i - 1]?.bitrateKbps ?? Number.POSITIVE_INFINITY)) {
-        expect(i * 1000 - lastUp).toBeGreaterThanOrEqual(ABR_TUNING.holdMs);
+        expect(i * 1000 - lastUp).toBeGreaterThanOrEqual(ABR_TUNING.upIntervalMs);
         if (d.reason === 'recover') expect(i * 1000 - lastUnclean).toBeGreaterThanOrEqual(ABR_TUNING.holdMs);
         lastUp = i * 1000;
       }

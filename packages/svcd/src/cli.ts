@@ -254,11 +254,18 @@ function describeConfig(file: string, config: DaemonConfig): string {
     `  robot ${agent.robot_id}, signalling ${redactUrl(agent.signal_url)}, QUIC port ${agent.quic_port}, profile ${agent.qos_profile}, up to ${agent.max_sessions} sessions`,
   ];
   for (const c of config.channels) {
-    const where = c.kind === 'command' ? `-> ${redactUrl(c.output)}` : `<- ${redactUrl(c.input)}`;
-    const extra =
-      c.kind === 'video'
-        ? ` ${c.codec} ${c.fps} fps${c.layer.length > 0 ? `, ${c.layer.length} layers` : ''}`
-        : '';
+    if (c.kind === 'video' && c.layer.length > 0) {
+      lines.push(
+        `  channel ${c.id} video "${c.name}" ${c.codec} ${c.fps} fps, simulcast: ${c.layer.length} layers, one forwarded at a time`,
+      );
+      for (const [index, layer] of c.layer.entries())
+        lines.push(
+          `    layer ${index} "${layer.name}" <- ${redactUrl(layer.input)} from ${layer.min_bitrate_kbps} kbit/s`,
+        );
+      continue;
+    }
+    const where = c.kind === 'command' ? `-> ${redactUrl(c.output)}` : `<- ${redactUrl(c.input ?? '')}`;
+    const extra = c.kind === 'video' ? ` ${c.codec} ${c.fps} fps` : '';
     lines.push(`  channel ${c.id} ${c.kind} "${c.name}" ${where}${extra}`);
   }
   if (config.publisherControl !== undefined) {

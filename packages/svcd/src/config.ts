@@ -81,6 +81,9 @@ const agentSchema = z
   })
   .strict();
 
+/** Most `[[channel.layer]]` entries of one channel. */
+export const MAX_LAYERS = 16;
+
 const layerSchema = z
   .object({
     name: text('a layer name'),
@@ -93,11 +96,15 @@ const videoSchema = z
   .object({
     kind: z.literal('video'),
     name: text('a channel name'),
-    input: text('an rtsp:// or rtp:// URL'),
+    // Required without layers, absent with them: checked in `finish`.
+    input: text('an rtsp:// or rtp:// URL').optional(),
     codec: text('a WebCodecs codec string: avc1.<6 hex digits>, hev1.<...>, hvc1.<...> or mjpeg'),
     fps: int(1, 240),
     max_bitrate_kbps: int(0, 1_000_000).default(0),
-    layer: z.array(layerSchema, { error: 'an array of [[channel.layer]] tables' }).default([]),
+    layer: z
+      .array(layerSchema, { error: 'an array of [[channel.layer]] tables' })
+      .max(MAX_LAYERS, { error: `at most ${MAX_LAYERS} [[channel.layer]] tables` })
+      .default([]),
   })
   .strict();
 
@@ -144,7 +151,12 @@ export interface UdpAddress {
 
 /** The agent section after defaults. */
 export type AgentConfig = Readonly<z.infer<typeof agentSchema>>;
-/** A video channel, with the wire channel id it is sent on. */
+/** One simulcast layer of a video channel (`[[channel.layer]]`). */
+export type VideoLayerConfig = Readonly<z.infer<typeof layerSchema>>;
+/**
+ * A video channel, with the wire channel id it is sent on. `input` is there exactly when `layer`
+ * is empty; with layers (at least two, lowest `min_bitrate_kbps` first) every input is a layer's.
+ */
 export type VideoChannelConfig = Readonly<z.infer<typeof videoSchema> & { id: number }>;
 /** A sensor channel. */
 export type SensorChannelConfig = Readonly<
@@ -230,17 +242,17 @@ function finish(
     names.set(channel.name, index);
     const id = index + 1;
     if (channel.kind === 'video') {
-      for (const [input, where] of [
-        [channel.input, `${key}.input`],
-        ...channel.layer.map((l, i) => [l.input, `${key}.layer[${i}].input`]),
-      ] as const) {
+      const inputs = checkLayers(channel, key, issues);
+      for (const [input, where] of inputs) {
         try {
           checkVideoInput(input, channel.codec);
         } catch (err) {
           if (!isMediaError(err)) throw err;
           const field = err.code === 'bad-codec' ? `${key}.codec` : where;
           const value = err.code === 'bad-codec' ? channel.codec : redactUrl(input);
-          issues.push({ key: field, message: `${field} = "${value}": ${err.message}` });
+          const message = `${field} = "${value}": ${err.message}`;
+          // A codec problem is the same for every layer: say it once.
+          if (!issues.some((issue) => issue.message === message)) issues.push({ key: field, message });
         }
       }
       if (channel.codec === 'mjpeg') warnings.push(`${key} "${channel.name}": ${MJPEG_BANDWIDTH_WARNING}`);
@@ -254,6 +266,63 @@ function finish(
   const publisherControl =
     data.publisher_control === undefined ? undefined : parseUdpAddress(data.publisher_control.udp);
   return { agent, channels, publisherControl, warnings };
+}
+
+/**
+ * The layer rules of a video channel (issues go to `issues`): with `[[channel.layer]]` every input
+ * is a layer's, so the channel has no `input`; at least two layers, declared lowest first, with
+ * unique names and inputs. Returns each input to check with the key it sits at.
+ */
+function checkLayers(
+  channel: z.infer<typeof videoSchema>,
+  key: string,
+  issues: ConfigIssue[],
+): (readonly [input: string, where: string])[] {
+  const { layer: layers } = channel;
+  if (layers.length === 0) {
+    if (channel.input !== undefined) return [[channel.input, `${key}.input`]];
+    issues.push({
+      key: `${key}.input`,
+      message: `${key}.input is missing: expected an rtsp:// or rtp:// URL (or [[channel.layer]] tables with an input each, for simulcast)`,
+    });
+    return [];
+  }
+  if (channel.input !== undefined)
+    issues.push({
+      key: `${key}.input`,
+      message: `${key}.input = ${formatValue('input', channel.input)}: a channel with [[channel.layer]] takes its video from the layers' inputs; remove input from the channel (or remove the layers for a single stream)`,
+    });
+  if (layers.length === 1)
+    issues.push({
+      key: `${key}.layer`,
+      message: `${key}.layer has 1 table: simulcast needs at least 2 layers; for a single stream set input on the channel and remove [[channel.layer]]`,
+    });
+  const names = new Map<string, number>();
+  const inputs = new Map<string, number>();
+  layers.forEach((layer, i) => {
+    const at = `${key}.layer[${i}]`;
+    const sameName = names.get(layer.name);
+    if (sameName !== undefined)
+      issues.push({
+        key: `${at}.name`,
+        message: `${at}.name = "${layer.name}": already used by ${key}.layer[${sameName}]; layer names must be unique`,
+      });
+    names.set(layer.name, i);
+    const sameInput = inputs.get(layer.input);
+    if (sameInput !== undefined)
+      issues.push({
+        key: `${at}.input`,
+        message: `${at}.input = ${formatValue('input', layer.input)}: already the input of ${key}.layer[${sameInput}]; each layer needs its own stream`,
+      });
+    inputs.set(layer.input, i);
+    const before = layers[i - 1];
+    if (before !== undefined && layer.min_bitrate_kbps < before.min_bitrate_kbps)
+      issues.push({
+        key: `${at}.min_bitrate_kbps`,
+        message: `${at}.min_bitrate_kbps = ${layer.min_bitrate_kbps}: below ${key}.layer[${i - 1}] ("${before.name}", ${before.min_bitrate_kbps}); declare layers lowest first (min_bitrate_kbps never decreasing)`,
+      });
+  });
+  return layers.map((layer, i) => [layer.input, `${key}.layer[${i}].input`] as const);
 }
 
 function describeIssue(issue: z.core.$ZodIssue, raw: unknown): ConfigIssue {

@@ -54,6 +54,11 @@ export class ChannelRecovery {
     this.#emit(this.#ladder.handleLoss(this.#options.now(), reason));
   }
 
+  /** The driver changed the profile: its `recovery_grace_ms` from now on. */
+  setProfile(profile: QosProfile): void {
+    this.#ladder.setRecoveryGraceMs(profile.recoveryGraceMs);
+  }
+
   /** A keyframe came from the publisher. */
   recoveryPoint(): void {
     this.#ladder.handleRecoveryPoint(this.#options.now());

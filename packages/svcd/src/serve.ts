@@ -1,8 +1,9 @@
 import { hostname } from 'node:os';
 import type { Logger } from '@svc/media';
-import { qosProfile } from '@svc/qos';
+import { type QosProfileName, qosProfile } from '@svc/qos';
 import { CertificateRotation, WebTransportServer } from '@svc/transport';
 import { certificatePath, loadCertificate, saveCertificate } from './certificate-store.js';
+import { ChannelQos } from './channel-qos.js';
 import { CommandChannel } from './command-channel.js';
 import type {
   CommandChannelConfig,
@@ -40,6 +41,8 @@ export interface RunningDaemon {
 
 /** How long a session the robot ends may stay open for the pilot to read why (it closes it itself then). */
 const CLOSE_GRACE_MS = 2_000;
+/** The rate controllers' period, ms. */
+const QOS_PERIOD_MS = 1_000;
 
 /**
  * Runs the direct path: a certificate that rotates before Chromium's 14-day limit, the
@@ -48,7 +51,7 @@ const CLOSE_GRACE_MS = 2_000;
  */
 export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   const { config, logger } = options;
-  const profile = qosProfile(config.agent.qos_profile);
+  let profile = qosProfile(config.agent.qos_profile);
   for (const warning of config.warnings) logger.warn({}, warning);
   const certificateFile = certificatePath(config.agent.credential_path);
   const saved = await loadCertificate(certificateFile, logger);
@@ -93,6 +96,16 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   const sensors: SensorChannel[] = [];
   const commands: CommandChannel[] = [];
   let publisherControl: PublisherControl | undefined;
+  /** Each video channel's rate controller, by channel id. */
+  const qos = new Map<number, ChannelQos>();
+  const pilots = new Set<PilotSession>();
+  /** The driver chose another profile: every channel, ladder and session follows. */
+  const changeProfile = (name: QosProfileName) => {
+    profile = qosProfile(name);
+    for (const channelQos of qos.values()) channelQos.setProfile(profile);
+    for (const ladder of recovery.values()) ladder.setProfile(profile);
+    for (const pilot of pilots) pilot.profileChanged(profile);
+  };
   try {
     for (const c of config.channels.filter((c): c is SensorChannelConfig => c.kind === 'sensor')) {
       const sensor = await SensorChannel.open(c, logger);
@@ -125,7 +138,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
     onError: (err) => logger.error({ err: String(err) }, 'transport error'),
     onSession: (session) => {
       logger.info({ session: session.id, remote: session.remoteAddress }, 'pilot session opened');
-      new PilotSession({
+      const pilot = new PilotSession({
         session,
         channels,
         sensors,
@@ -133,13 +146,19 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
         registry,
         authorize,
         profile,
+        qos,
         logger,
         closeGraceMs: CLOSE_GRACE_MS,
         onRecoveryNeeded: (channelId, reason) => recovery.get(channelId)?.keyframeNeeded(reason),
         onLossReported: (channelId) => recovery.get(channelId)?.lossReported('pilot-loss'),
+        onBacklogDrop: (channelId) => recovery.get(channelId)?.lossReported('backlog'),
+        onProfileRequest: changeProfile,
+        onClose: () => pilots.delete(pilot),
       });
+      pilots.add(pilot);
     },
   });
+  for (const channel of channels) followLayers(channel, logger, publisherControl);
   try {
     for (const channel of channels) await channel.start(options.env ?? process.env);
   } catch (err) {
@@ -161,15 +180,34 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
       recovery.set(channel.config.id, ladder);
     }
   }
-  publisherControl?.announceVideoChannels(
-    channels.map((c) => c.config),
-    profile,
-  );
+  for (const channel of channels) {
+    const control = publisherControl;
+    const channelQos = new ChannelQos({
+      channel,
+      profile,
+      logger,
+      ...(control !== undefined && { send: (message) => control.send(message) }),
+    });
+    qos.set(channel.config.id, channelQos);
+    channelQos.announce();
+  }
+  const qosTimer = setInterval(() => {
+    const now = performance.now();
+    for (const channelQos of qos.values()) {
+      try {
+        channelQos.tick(now);
+      } catch (err) {
+        logger.error({ channel: channelQos.channel.config.name, err: String(err) }, 'rate controller failed');
+      }
+    }
+  }, QOS_PERIOD_MS);
+  qosTimer.unref();
   return {
     port: server.port,
     certificateHashes: () => certificates.hashes().map(hex),
     sessions: registry,
     async stop() {
+      clearInterval(qosTimer);
       for (const ladder of recovery.values()) ladder.close();
       await Promise.all(channels.map((c) => c.stop()));
       await server.close();
@@ -177,6 +215,25 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
       certificates.stop();
     },
   };
+}
+
+/**
+ * Simulcast: each change of a channel's target layer goes to the publisher as a `layer` datagram
+ * (it may force an IDR on that layer, so the switch comes at once), and each switch is logged.
+ */
+export function followLayers(
+  channel: VideoChannel,
+  logger: Logger,
+  control: PublisherControl | undefined,
+): void {
+  if (channel.layers.length === 0) return;
+  const where = { channel: channel.config.name };
+  channel.onLayerRequest = (layer, name, reason) => {
+    logger.info({ ...where, layer, name, reason }, 'simulcast layer requested');
+    control?.send({ type: 'layer', channel: channel.config.id, layer, name, reason });
+  };
+  channel.onLayerSwitched = (layer, name) =>
+    logger.info({ ...where, layer, name }, 'simulcast layer switched');
 }
 
 function hex(bytes: Uint8Array): string {

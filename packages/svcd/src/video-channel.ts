@@ -5,6 +5,7 @@ import {
   DEFAULT_MAX_DATAGRAM_BYTES,
   FramePacker,
   type PackedFrame,
+  type ParityPolicy,
   wrapU32,
 } from '@svc/wire';
 import { daemonClockMs } from './clock.js';
@@ -40,73 +41,243 @@ interface KeptUnit {
   readonly gopPosition: number;
 }
 
-/** Counters of a {@link VideoChannel}. */
-export interface VideoChannelStats {
+/** Counters of one simulcast layer of a {@link VideoChannel}. */
+export interface VideoLayerStats {
+  readonly name: string;
   accessUnits: number;
   keyframes: number;
   bytesIn: number;
-  /** Input bitrate over the last second, bits/s. */
+  /** The layer's input bitrate over the last second, bits/s (measured whether forwarded or not). */
   bitrateBps: number;
+}
+
+/** Counters of a {@link VideoChannel}. */
+export interface VideoChannelStats {
+  /** Access units taken in, from every input (all layers). */
+  accessUnits: number;
+  keyframes: number;
+  bytesIn: number;
+  /** Input bitrate over the last second, bits/s: the forwarded layer's. */
+  bitrateBps: number;
+  /** Each layer's counters in declared order; empty without `[[channel.layer]]`. */
+  readonly layers: readonly VideoLayerStats[];
+}
+
+/** A simulcast layer as the channel's API shows it: `[[channel.layer]]` `name`, `min_bitrate_kbps`. */
+export interface VideoLayer {
+  readonly name: string;
+  /** The bitrate above which the layer may be used, kbit/s. */
+  readonly minBitrateKbps: number;
+}
+
+/** Direction of a layer switch: the `layer` publisher-control datagram's `reason`. */
+export type LayerSwitchReason = 'up' | 'down';
+
+/** One input of a channel: the channel's `input`, or one `[[channel.layer]]`. */
+interface Source {
+  readonly name: string;
+  readonly input: string;
+  readonly stats: VideoLayerStats;
+  ingest: VideoIngest | undefined;
+  gopPosition: number;
+  /**
+   * Added to this input's capture times (µs) while it is forwarded, so the channel's capture
+   * timeline runs on across a switch instead of jumping to another encoder's RTP clock.
+   */
+  captureOffsetUs: number;
+  windowStart: number;
+  windowBytes: number;
 }
 
 /**
  * One configured video channel: its ingest, a packer on the channel's wire id, and the sessions
- * watching it. Each access unit is packed once (parity from the QoS profile) and handed to every
+ * watching it. Each access unit is packed once (parity from the rate controller) and handed to every
  * subscriber; the video is never decoded.
+ *
+ * With `[[channel.layer]]` (simulcast) every layer is ingested and exactly one is forwarded: the
+ * others' frames are counted and dropped, never packed. A switch ({@link VideoChannel.requestLayer})
+ * takes effect at the target layer's next keyframe (spec section 6, rule 7); frame ids, GOP
+ * positions and capture times run on as one stream, so a pilot sees a keyframe, not a gap.
  */
 export class VideoChannel {
   readonly config: VideoChannelConfig;
-  readonly stats: VideoChannelStats = { accessUnits: 0, keyframes: 0, bytesIn: 0, bitrateBps: 0 };
+  readonly stats: VideoChannelStats;
   #packer: FramePacker;
   readonly #subscribers = new Set<FrameSubscriber>();
   readonly #logger: Logger;
-  #profile: QosProfile;
-  #ingest: VideoIngest | undefined;
-  #gopPosition = 0;
-  #windowStart = 0;
-  #windowBytes = 0;
+  /** Parity of delta frames and keyframes: the profile's, then the rate controller's. */
+  #parity: { readonly delta: ParityPolicy; readonly key: ParityPolicy };
+  /** The inputs: one per layer, or the channel's single input. */
+  readonly #sources: readonly Source[];
+  readonly #layers: readonly VideoLayer[];
+  /** Index of the source forwarded now; `undefined` until a layer's first keyframe. */
+  #forwarded: number | undefined;
+  /** Index of the source asked for: forwarded from its next keyframe on. */
+  #target: number;
+  /** Capture time (µs, on the channel's timeline) and arrival (ms) of the last forwarded frame. */
+  #lastForwarded: { readonly captureUs: number; readonly atMs: number } | undefined;
   /** The latest keyframe and the frames after it, while they fit in {@link #keptLimit} bytes. */
   #kept: KeptUnit[] = [];
   #keptBytes = 0;
+  /**
+   * The bytes of the kept units, back to back from the keyframe: the ingest lends each access
+   * unit only while it is handled, and one buffer reused from keyframe to keyframe keeps them
+   * without an allocation per frame. Allocated at the first keyframe.
+   */
+  #keptMemory: Uint8Array | undefined;
   /** Frames after the kept keyframe were left out: a replay can only be the keyframe. */
   #keptOverflow = false;
-  readonly #keptLimit: number;
+  #keptLimit: number;
 
   constructor(config: VideoChannelConfig, profile: QosProfile, logger: Logger) {
     this.config = config;
-    this.#profile = profile;
+    this.#parity = profile.parity;
     this.#logger = logger;
     this.#keptLimit = catchUpLimitBytes(profile, config.max_bitrate_kbps);
     this.#packer = new FramePacker({ channel: config.id, firstFrameId: Math.floor(Math.random() * 0x10000) });
+    const source = (name: string, input: string): Source => ({
+      name,
+      input,
+      stats: { name, accessUnits: 0, keyframes: 0, bytesIn: 0, bitrateBps: 0 },
+      ingest: undefined,
+      gopPosition: 0,
+      captureOffsetUs: 0,
+      windowStart: 0,
+      windowBytes: 0,
+    });
+    if (config.layer.length > 0) {
+      this.#sources = config.layer.map((layer) => source(layer.name, layer.input));
+      this.#layers = Object.freeze(
+        config.layer.map((layer) =>
+          Object.freeze({ name: layer.name, minBitrateKbps: layer.min_bitrate_kbps }),
+        ),
+      );
+      // The highest layer until told otherwise; the first layer with a keyframe is shown meanwhile.
+      this.#target = this.#sources.length - 1;
+      this.#forwarded = undefined;
+    } else {
+      if (config.input === undefined)
+        throw new TypeError(`video channel "${config.name}" has neither input nor [[channel.layer]]`);
+      this.#sources = [source(config.name, config.input)];
+      this.#layers = Object.freeze([]);
+      this.#target = 0;
+      this.#forwarded = 0;
+    }
+    this.stats = {
+      accessUnits: 0,
+      keyframes: 0,
+      bytesIn: 0,
+      bitrateBps: 0,
+      layers: config.layer.length > 0 ? this.#sources.map((s) => s.stats) : [],
+    };
   }
 
-  /** Starts the ingest; rejects for an input that cannot be opened. */
+  /** Starts every input's ingest; rejects (with all of them stopped) for an input that cannot be opened. */
   async start(env: Readonly<Record<string, string | undefined>>): Promise<void> {
-    this.#ingest = await VideoIngest.start({
-      input: this.config.input,
-      codec: this.config.codec,
-      env,
-      logger: this.#logger,
-      onAccessUnit: (au) => this.#accessUnit(au),
-      onStateChange: (state, detail) =>
-        this.#logger.info(
-          { channel: this.config.name, state, error: detail?.error?.message },
-          'video source state',
-        ),
-      onError: (err) => this.#logger.error({ channel: this.config.name, code: err.code }, err.message),
-    });
+    const layered = this.#layers.length > 0;
+    try {
+      for (const [index, source] of this.#sources.entries()) {
+        const where = layered
+          ? { channel: this.config.name, layer: source.name }
+          : { channel: this.config.name };
+        source.ingest = await VideoIngest.start({
+          input: source.input,
+          codec: this.config.codec,
+          env,
+          logger: this.#logger,
+          // Each access unit is packed (copied) and kept (copied) before the callback returns.
+          lendAccessUnits: true,
+          onAccessUnit: (au) => this.#accessUnit(index, au),
+          onStateChange: (state, detail) =>
+            this.#logger.info({ ...where, state, error: detail?.error?.message }, 'video source state'),
+          onError: (err) => this.#logger.error({ ...where, code: err.code }, err.message),
+        });
+      }
+    } catch (err) {
+      await Promise.all(this.#sources.map((source) => source.ingest?.stop()));
+      throw err;
+    }
     this.#logger.info(
-      { channel: this.config.name, input: redactUrl(this.config.input), codec: this.config.codec },
+      {
+        channel: this.config.name,
+        codec: this.config.codec,
+        ...(layered
+          ? { layers: this.#sources.map((s) => `${s.name} <- ${redactUrl(s.input)}`) }
+          : { input: redactUrl(this.#sources[0]!.input) }),
+      },
       'video channel started',
     );
   }
 
-  /** Called at every keyframe from the source (a recovery point for the publisher-control ladder). */
+  /** The simulcast layers in declared order, lowest first; empty without `[[channel.layer]]`. */
+  get layers(): readonly VideoLayer[] {
+    return this.#layers;
+  }
+
+  /**
+   * Index of the layer forwarded now (0 without layers). Before any layer's first keyframe
+   * nothing is forwarded yet: then the target, {@link VideoChannel.targetLayerIndex}.
+   */
+  get layerIndex(): number {
+    return this.#forwarded ?? this.#target;
+  }
+
+  /**
+   * Index of the layer asked for (0 without layers): the same as {@link VideoChannel.layerIndex}
+   * unless a switch waits for this layer's next keyframe. The highest layer at start.
+   */
+  get targetLayerIndex(): number {
+    return this.#target;
+  }
+
+  /**
+   * Forwards layer `index` (declared order) from its next keyframe on; until then the current
+   * layer goes on. `reason` is the direction the caller decided (`up` or `down`), passed on to
+   * {@link VideoChannel.onLayerRequest}, which runs once per change of target (so the publisher
+   * can force an IDR on that layer). Asking for the forwarded layer cancels a pending switch.
+   *
+   * @throws TypeError on a channel without layers, or for an index that is not one of its layers.
+   */
+  requestLayer(index: number, reason: LayerSwitchReason): void {
+    const count = this.#layers.length;
+    if (count === 0)
+      throw new TypeError(`video channel "${this.config.name}" has no [[channel.layer]] to switch between`);
+    if (!Number.isInteger(index) || index < 0 || index >= count)
+      throw new TypeError(
+        `layer index must be an integer in 0..${count - 1} on video channel "${this.config.name}", got ${index}`,
+      );
+    if (reason !== 'up' && reason !== 'down')
+      throw new TypeError(`reason must be 'up' or 'down', got ${String(reason)}`);
+    if (index === this.#target) return;
+    this.#target = index;
+    this.#notify('onLayerRequest', () => this.onLayerRequest?.(index, this.#layers[index]!.name, reason));
+  }
+
+  /**
+   * The target layer changed ({@link VideoChannel.requestLayer}): the daemon sends the `layer`
+   * publisher-control datagram. Also when a request returns to the forwarded layer (a cancelled
+   * switch), so the publisher's idea of the relayed layer stays right.
+   */
+  onLayerRequest: ((index: number, name: string, reason: LayerSwitchReason) => void) | undefined;
+
+  /** The forwarded layer changed (at the target layer's keyframe); not called for the first one. */
+  onLayerSwitched: ((index: number, name: string) => void) | undefined;
+
+  /**
+   * Called at every keyframe forwarded (a recovery point for the publisher-control ladder); the
+   * keyframes of layers not forwarded do not count.
+   */
   onKeyframe: (() => void) | undefined;
 
-  /** Uses another profile's parity from the next frame on. */
+  /** Another profile from the next frame on: its clean-link parity and its replay bound. */
   setProfile(profile: QosProfile): void {
-    this.#profile = profile;
+    this.#parity = profile.parity;
+    this.#keptLimit = catchUpLimitBytes(profile, this.config.max_bitrate_kbps);
+  }
+
+  /** Uses this parity (the rate controller's choice) from the next frame on. */
+  setParity(parity: { readonly delta: ParityPolicy; readonly key: ParityPolicy }): void {
+    this.#parity = parity;
   }
 
   /**
@@ -130,7 +301,7 @@ export class VideoChannel {
           keyframe: unit.keyframe,
           captureTimestampUs: unit.captureTimestampUs,
           gopPosition: unit.gopPosition,
-          parity: unit.keyframe ? this.#profile.parity.key : this.#profile.parity.delta,
+          parity: unit.keyframe ? this.#parity.key : this.#parity.delta,
         },
         senderTimestampUs,
       ),
@@ -149,53 +320,113 @@ export class VideoChannel {
 
   async stop(): Promise<void> {
     this.#subscribers.clear();
-    await this.#ingest?.stop();
+    await Promise.all(this.#sources.map((source) => source.ingest?.stop()));
   }
 
-  #accessUnit(au: AccessUnit): void {
-    this.stats.accessUnits++;
-    this.stats.bytesIn += au.data.byteLength;
-    if (au.keyframe) {
-      this.stats.keyframes++;
-      this.#gopPosition = 0;
-      this.onKeyframe?.();
-    } else {
-      this.#gopPosition = Math.min(this.#gopPosition + 1, 0xffff);
+  #accessUnit(index: number, au: AccessUnit): void {
+    const source = this.#sources[index]!;
+    const bytes = au.data.byteLength;
+    for (const stats of [this.stats, source.stats]) {
+      stats.accessUnits++;
+      stats.bytesIn += bytes;
+      if (au.keyframe) stats.keyframes++;
     }
-    this.#measure(au.data.byteLength, au.receivedAtMs);
-    const unit: KeptUnit = {
-      data: au.data,
-      keyframe: au.keyframe,
-      captureTimestampUs: wrapU32(au.captureTimeUs),
-      gopPosition: this.#gopPosition,
-    };
-    this.#keep(unit);
+    source.gopPosition = au.keyframe ? 0 : Math.min(source.gopPosition + 1, 0xffff);
+    this.#measure(source, bytes, au.receivedAtMs);
+    if (au.keyframe && index !== this.#forwarded && (index === this.#target || this.#forwarded === undefined))
+      this.#switchTo(index, au);
+    // Another layer's frame: counted above, never packed.
+    if (index !== this.#forwarded) return;
+    this.stats.bitrateBps = source.stats.bitrateBps;
+    if (au.keyframe) this.onKeyframe?.();
+    const captureUs = au.captureTimeUs + source.captureOffsetUs;
+    this.#lastForwarded = { captureUs, atMs: au.receivedAtMs };
+    const captureTimestampUs = wrapU32(captureUs);
+    const { gopPosition } = source;
+    this.#keep(au.data, au.keyframe, captureTimestampUs, gopPosition);
     // Nobody watching: nothing to pack (a replay takes the ids just before the next live frame's).
     if (this.#subscribers.size === 0) return;
     this.#sizeDatagrams();
-    const parity = au.keyframe ? this.#profile.parity.key : this.#profile.parity.delta;
-    const packed = this.#packer.pack({ ...unit, parity }, wrapU32(daemonClockMs() * 1000));
+    const parity = au.keyframe ? this.#parity.key : this.#parity.delta;
+    const packed = this.#packer.pack(
+      { data: au.data, keyframe: au.keyframe, captureTimestampUs, gopPosition, parity },
+      wrapU32(daemonClockMs() * 1000),
+    );
     for (const subscriber of this.#subscribers) subscriber.handleFrame(packed, au.keyframe);
   }
 
-  /** Keeps `unit` for replay: a keyframe starts over; later frames while they fit the bound. */
-  #keep(unit: KeptUnit): void {
-    if (unit.keyframe) {
-      this.#kept = [unit];
-      this.#keptBytes = unit.data.byteLength;
+  /**
+   * Forwards source `index` from its keyframe `au` on. Its capture times are shifted to continue
+   * the channel's timeline: the keyframe is stamped as long after the last forwarded frame as it
+   * arrived after it (each encoder has its own RTP clock; a jump would upset the pilot's pacing).
+   */
+  #switchTo(index: number, au: AccessUnit): void {
+    const from = this.#forwarded;
+    const source = this.#sources[index]!;
+    const last = this.#lastForwarded;
+    if (last !== undefined) {
+      const elapsedUs = Math.max(1, Math.round((au.receivedAtMs - last.atMs) * 1000));
+      source.captureOffsetUs = last.captureUs + elapsedUs - au.captureTimeUs;
+    }
+    this.#forwarded = index;
+    if (from === undefined) {
+      this.#logger.info(
+        { channel: this.config.name, layer: index, name: source.name },
+        'simulcast layer forwarded first (its keyframe came first)',
+      );
+      return;
+    }
+    this.#notify('onLayerSwitched', () => this.onLayerSwitched?.(index, source.name));
+  }
+
+  /** Runs a listener; what it throws is logged, never thrown into the ingest or the caller. */
+  #notify(what: string, listener: () => void): void {
+    try {
+      listener();
+    } catch (err) {
+      this.#logger.error(
+        { channel: this.config.name, err: err instanceof Error ? err.message : String(err) },
+        `${what} listener failed`,
+      );
+    }
+  }
+
+  /**
+   * Keeps a copy of an access unit for replay: a keyframe starts over; later frames while they
+   * fit the bound.
+   */
+  #keep(data: Uint8Array, keyframe: boolean, captureTimestampUs: number, gopPosition: number): void {
+    if (keyframe) {
+      this.#kept = [{ data: this.#copyKept(data, 0), keyframe, captureTimestampUs, gopPosition }];
+      this.#keptBytes = data.byteLength;
       this.#keptOverflow = false;
       return;
     }
     if (this.#kept.length === 0 || this.#keptOverflow) return;
-    if (this.#keptBytes + unit.data.byteLength > this.#keptLimit) {
-      // Only the keyframe can still be replayed; free the rest.
+    if (this.#keptBytes + data.byteLength > this.#keptLimit) {
+      // Only the keyframe can still be replayed.
       this.#keptOverflow = true;
-      this.#kept = this.#kept.slice(0, 1);
+      this.#kept.length = 1;
       this.#keptBytes = this.#kept[0]!.data.byteLength;
       return;
     }
-    this.#kept.push(unit);
-    this.#keptBytes += unit.data.byteLength;
+    const copy = this.#copyKept(data, this.#keptBytes);
+    this.#kept.push({ data: copy, keyframe, captureTimestampUs, gopPosition });
+    this.#keptBytes += data.byteLength;
+  }
+
+  /**
+   * Copies `data` to `offset` of the kept memory. Frames after the keyframe fit by the bound; a
+   * keyframe larger than the bound gets memory of its size.
+   */
+  #copyKept(data: Uint8Array, offset: number): Uint8Array {
+    const end = offset + data.byteLength;
+    if (this.#keptMemory === undefined || end > this.#keptMemory.byteLength) {
+      this.#keptMemory = new Uint8Array(Math.max(end, this.#keptLimit));
+    }
+    const copy = this.#keptMemory.subarray(offset, end);
+    copy.set(data);
+    return copy;
   }
 
   /** Packs in datagrams that every subscriber's transport carries, keeping the frame id sequence. */
@@ -216,13 +447,14 @@ export class VideoChannel {
     });
   }
 
-  #measure(bytes: number, nowMs: number): void {
-    this.#windowBytes += bytes;
-    const elapsed = nowMs - this.#windowStart;
+  /** The input bitrate of `source` over about a second. */
+  #measure(source: Source, bytes: number, nowMs: number): void {
+    source.windowBytes += bytes;
+    const elapsed = nowMs - source.windowStart;
     if (elapsed >= 1000) {
-      this.stats.bitrateBps = (this.#windowBytes * 8 * 1000) / elapsed;
-      this.#windowStart = nowMs;
-      this.#windowBytes = 0;
+      source.stats.bitrateBps = (source.windowBytes * 8 * 1000) / elapsed;
+      source.windowStart = nowMs;
+      source.windowBytes = 0;
     }
   }
 }

@@ -120,6 +120,74 @@ describe('daemon configuration', () => {
     ).toBe('svc_enr_fromenv');
   });
 
+  describe('simulcast layers', () => {
+    const channel = (...lines: string[]) =>
+      `${AGENT}[[channel]]\nkind = "video"\nname = "front"\ncodec = "avc1.42e01f"\nfps = 30\n${lines.join('\n')}\n`;
+    const layer = (name: string, port: number, minKbps?: number) =>
+      `[[channel.layer]]\nname = "${name}"\ninput = "rtp://127.0.0.1:${port}"${minKbps === undefined ? '' : `\nmin_bitrate_kbps = ${minKbps}`}`;
+
+    it('takes every input from the layers, lowest first, with the channel input absent', () => {
+      const config = parseConfig(channel(layer('low', 5004), layer('high', 5006, 1500)));
+      expect(config.channels[0]).toMatchObject({
+        kind: 'video',
+        layer: [
+          { name: 'low', input: 'rtp://127.0.0.1:5004', min_bitrate_kbps: 0 },
+          { name: 'high', input: 'rtp://127.0.0.1:5006', min_bitrate_kbps: 1500 },
+        ],
+      });
+      expect(config.channels[0]).not.toHaveProperty('input');
+    });
+
+    it('refuses a channel input next to layers, and a channel with neither, naming the fix', () => {
+      expect(
+        issuesOf(channel('input = "rtp://127.0.0.1:5000"', layer('low', 5004), layer('high', 5006, 900))),
+      ).toEqual([
+        `channel[0].input = "rtp://127.0.0.1:5000": a channel with [[channel.layer]] takes its video from the layers' inputs; remove input from the channel (or remove the layers for a single stream)`,
+      ]);
+      expect(issuesOf(channel())).toEqual([
+        'channel[0].input is missing: expected an rtsp:// or rtp:// URL (or [[channel.layer]] tables with an input each, for simulcast)',
+      ]);
+    });
+
+    it('needs two layers or more, declared lowest first, with unique names and inputs', () => {
+      expect(issuesOf(channel(layer('only', 5004)))).toEqual([
+        'channel[0].layer has 1 table: simulcast needs at least 2 layers; for a single stream set input on the channel and remove [[channel.layer]]',
+      ]);
+      expect(issuesOf(channel(layer('high', 5004, 2000), layer('low', 5006, 300)))).toEqual([
+        'channel[0].layer[1].min_bitrate_kbps = 300: below channel[0].layer[0] ("high", 2000); declare layers lowest first (min_bitrate_kbps never decreasing)',
+      ]);
+      expect(issuesOf(channel(layer('a', 5004), layer('a', 5004, 500)))).toEqual([
+        'channel[0].layer[1].name = "a": already used by channel[0].layer[0]; layer names must be unique',
+        'channel[0].layer[1].input = "rtp://127.0.0.1:5004": already the input of channel[0].layer[0]; each layer needs its own stream',
+      ]);
+    });
+
+    it('checks each layer input like a channel input, against the channel codec', () => {
+      const mjpeg = channel(layer('low', 5004), layer('high', 5006, 900)).replace('avc1.42e01f', 'mjpeg');
+      const issues = issuesOf(mjpeg);
+      expect(issues).toHaveLength(2);
+      expect(issues[0]).toMatch(
+        /^channel\[0\]\.layer\[0\]\.input = "rtp:\/\/127\.0\.0\.1:5004": Motion JPEG cannot be taken from a bare rtp:\/\/ input/,
+      );
+      expect(issues[1]).toMatch(/^channel\[0\]\.layer\[1\]\.input = /);
+      expect(
+        issuesOf(channel(layer('low', 5004), layer('high', 5006)).replace('avc1.42e01f', 'vp8')),
+      ).toEqual([expect.stringMatching(/^channel\[0\]\.codec = "vp8": /)]);
+      expect(
+        issuesOf(
+          channel(layer('low', 5004), '[[channel.layer]]\nname = "high"\ninput = "udp://127.0.0.1:5006"'),
+        ),
+      ).toEqual([
+        expect.stringMatching(
+          /^channel\[0\]\.layer\[1\]\.input = "udp:\/\/127\.0\.0\.1:5006": video input must be/,
+        ),
+      ]);
+      expect(issuesOf(channel(layer('low', 5004), `${layer('high', 5006)}\nmin_bitrate = 9`))).toEqual([
+        'unknown key channel[0].layer[1].min_bitrate; did you mean min_bitrate_kbps?',
+      ]);
+    });
+  });
+
   it('reports TOML syntax errors with their position', () => {
     expect(issuesOf('[agent\nrobot_id = 1')[0]).toMatch(/^not valid TOML at line 1, column \d+/);
   });
@@ -143,6 +211,21 @@ describe('svcd check-config', () => {
     ]);
     expect(good.stdout).toContain(
       'channel 1 video "front" <- rtsp://192.0.2.10:554/stream1 avc1.42e01f 30 fps',
+    );
+    const layered = path.join(dir, 'layered.toml');
+    await writeFile(
+      layered,
+      `${AGENT}[[channel]]\nkind = "video"\nname = "front"\ncodec = "avc1.42e01f"\nfps = 30\n` +
+        `[[channel.layer]]\nname = "low"\ninput = "rtp://127.0.0.1:5004"\n` +
+        `[[channel.layer]]\nname = "high"\ninput = "rtsp://u:hunter2@192.0.2.10/hd"\nmin_bitrate_kbps = 1500\n`,
+    );
+    const simulcast = await promisify(execFile)(svcd, ['check-config', '--config', layered]);
+    expect(simulcast.stdout).toContain(
+      [
+        '  channel 1 video "front" avc1.42e01f 30 fps, simulcast: 2 layers, one forwarded at a time',
+        '    layer 0 "low" <- rtp://127.0.0.1:5004 from 0 kbit/s',
+        '    layer 1 "high" <- rtsp://***@192.0.2.10/hd from 1500 kbit/s',
+      ].join('\n'),
     );
     const bad = path.join(dir, 'bad.toml');
     const example = await readFile(path.join(here, '../svcd.example.toml'), 'utf8');

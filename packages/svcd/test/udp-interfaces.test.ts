@@ -77,7 +77,17 @@ class FakeSession implements Session {
     this.#end({ code, reason, by: 'local' });
   }
   stats(): SessionStats {
-    return { rttMs: 1, cwndBytes: 0, deliveryRateBps: 0, lostPackets: 0, transportQueuedDatagrams: 0 };
+    return {
+      rttMs: 1,
+      cwndBytes: 0,
+      deliveryRateBps: 0,
+      lostPackets: 0,
+      sentPackets: 0,
+      transportQueuedDatagrams: 0,
+    };
+  }
+  queuedDatagramBytes(): number {
+    return 0;
   }
 
   /** The pilot writes a control message. */
@@ -149,6 +159,8 @@ interface Robot {
   readonly commandOut: { port: number; received: Buffer[] };
   readonly publisher: { port: number; received: Buffer[] };
   readonly video: VideoChannel;
+  /** Profiles asked for with `set-qos` that reached the daemon, with the asking session. */
+  readonly profileRequests: { profile: string; sessionId: string }[];
   /** A new pilot session on the robot (not yet said hello). */
   connect(): { fake: FakeSession; pilot: PilotSession };
   /** Says hello and waits for the answer. */
@@ -200,6 +212,7 @@ async function robot(maxSessions = 4): Promise<Robot> {
   control.followSessions(registry);
   const video = new VideoChannel(config.channels[0] as VideoChannelConfig, profile, silentLogger);
   control.announceVideoChannels([video.config], profile);
+  const profileRequests: { profile: string; sessionId: string }[] = [];
   const connect = () => {
     const fake = new FakeSession(signal);
     cleanups.push(() => fake.close(0, 'test over'));
@@ -212,6 +225,10 @@ async function robot(maxSessions = 4): Promise<Robot> {
       authorize,
       profile,
       logger: silentLogger,
+      onProfileRequest: (requested, sessionId) => {
+        profileRequests.push({ profile: requested, sessionId });
+        signal.changed();
+      },
     });
     return { fake, pilot };
   };
@@ -224,6 +241,7 @@ async function robot(maxSessions = 4): Promise<Robot> {
     commandOut,
     publisher,
     video,
+    profileRequests,
     connect,
     async hello(token, sessionId) {
       const c = connect();
@@ -417,6 +435,23 @@ describe('robot-side UDP interfaces', () => {
       { type: 'session', state: 'ended', session_id: 'sess-driver', role: 'driver', sessions: 1 },
       { type: 'session', state: 'ended', session_id: 'sess-observer', role: 'observer', sessions: 0 },
     ]);
+  });
+
+  it("only the driver's set-qos changes the profile; every session then hears the new one", async () => {
+    const r = await robot();
+    const driver = await r.hello('drive:a', 'sess-driver');
+    const observer = await r.hello('observe:b', 'sess-observer');
+    observer.fake.pilotSends({ type: 'set-qos', profile: 'quality' });
+    driver.fake.pilotSends({ type: 'set-qos', profile: 'balanced' }); // the profile in force: nothing to do
+    driver.fake.pilotSends({ type: 'set-qos', profile: 'latency' });
+    await r.signal.until(() => r.profileRequests.length > 0);
+    expect(r.profileRequests).toEqual([{ profile: 'latency', sessionId: 'sess-driver' }]);
+
+    // The daemon applies it (serve.ts) and tells every session.
+    for (const { pilot } of [driver, observer]) pilot.profileChanged(qosProfile('latency'));
+    for (const { fake } of [driver, observer]) {
+      expect(fake.find('qos')).toEqual({ type: 'qos', profile: 'latency', presentation_delay_ms: 50 });
+    }
   });
 
   it('one hello over max_sessions is denied with the reason and closed', async () => {

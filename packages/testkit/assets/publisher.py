@@ -2,7 +2,8 @@
 
 Usage: /usr/bin/python3 publisher.py '<json config>'
 
-The config is {"channel": int, "answer": bool, "fps": int, "gopFrames": int,
+The config is {"channel": int, "answer": bool, "answerDelayMs": int, "fixedBitrate": bool, "fps": int,
+"gopFrames": int,
 "pattern": "ball" | "snow" | "smpte", "sourceWidth": int, "sourceHeight": int,
 "layers": [{"name": str, "port": int, "width": int, "height": int, "bitrateKbps": int}]}.
 One live test pattern is teed into one x264 encoder per layer, each sending RTP (payload type 96)
@@ -21,7 +22,8 @@ Problems also go to stderr. SIGTERM, SIGINT or the end of stdin (the parent is g
 Acting on datagrams (unless "answer" is false, which only reports them):
   recovery-request  forces a key unit on every layer's encoder, whatever the kind: the publisher
                     cannot know which layer the daemon relays at this instant, and a keyframe on
-                    each is always a valid answer;
+                    each is always a valid answer; after "answerDelayMs" (default 0), as an encoder
+                    behind a slow link would;
   video-config      sets each encoder's bitrate to maxBitrateKbps, capped for each layer by its own
                     configured bitrate when there are several layers;
   layer             forces a key unit on the layer named by "name";
@@ -152,6 +154,8 @@ class Publisher:
     def __init__(self, config, pipeline, control):
         self.channel = int(config["channel"])
         self.answer = bool(config["answer"])
+        self.fixed_bitrate = bool(config.get("fixedBitrate", False))
+        self.answer_delay_ms = int(config.get("answerDelayMs", 0))
         self.layers = config["layers"]
         self.pipeline = pipeline
         self.control = control
@@ -187,8 +191,10 @@ class Publisher:
             emit("ignored", type=kind, reason=reason)
             return
         if kind == "recovery-request":
-            for index in range(len(self.layers)):
-                self.force_key_unit(index, "recovery-request", message["kind"])
+            if self.answer_delay_ms > 0:
+                GLib.timeout_add(self.answer_delay_ms, self.force_every_layer, message["kind"])
+            else:
+                self.force_every_layer(message["kind"])
         elif kind == "layer":
             names = [layer["name"] for layer in self.layers]
             if message["name"] not in names:
@@ -197,7 +203,15 @@ class Publisher:
                 return
             self.force_key_unit(names.index(message["name"]), "layer", None)
         elif kind == "video-config":
+            if self.fixed_bitrate:
+                emit("ignored", type=kind, reason="this publisher keeps its bitrate (fixedBitrate)")
+                return
             self.set_bitrate(message["maxBitrateKbps"])
+
+    def force_every_layer(self, kind):
+        for index in range(len(self.layers)):
+            self.force_key_unit(index, "recovery-request", kind)
+        return False  # a GLib timeout runs once
 
     def force_key_unit(self, index, cause, kind):
         event = GstVideo.video_event_new_upstream_force_key_unit(Gst.CLOCK_TIME_NONE, True, 0)

@@ -43,6 +43,13 @@ export interface PublisherOptions {
   readonly channel?: number;
   /** False: a publisher that reports every datagram but acts on none, and keeps streaming. Default true. */
   readonly answer?: boolean;
+  /**
+   * Milliseconds between a `recovery-request` and the key unit it forces, as an encoder behind a
+   * slow link would answer. Default 0.
+   */
+  readonly answerDelayMs?: number;
+  /** True: an encoder with a fixed rate, which ignores `video-config` and answers the rest. Default false. */
+  readonly fixedBitrate?: boolean;
   /** Size of the single stream; with `layers`, the source size (default: the largest layer). Default 320×240. */
   readonly width?: number;
   readonly height?: number;
@@ -94,6 +101,8 @@ export interface RunningPublisher {
 interface ScriptConfig {
   readonly channel: number;
   readonly answer: boolean;
+  readonly answerDelayMs: number;
+  readonly fixedBitrate: boolean;
   readonly fps: number;
   readonly gopFrames: number;
   readonly pattern: PublisherPattern;
@@ -119,6 +128,13 @@ function killLeftoversOnExit(child: ChildProcess): void {
 function positiveInt(name: string, value: number, max: number): number {
   if (!Number.isInteger(value) || value < 1 || value > max) {
     throw new TypeError(`startPublisher: ${name} must be an integer from 1 to ${max}, got ${String(value)}`);
+  }
+  return value;
+}
+
+function nonNegativeInt(name: string, value: number, max: number): number {
+  if (!Number.isInteger(value) || value < 0 || value > max) {
+    throw new TypeError(`startPublisher: ${name} must be an integer from 0 to ${max}, got ${String(value)}`);
   }
   return value;
 }
@@ -174,6 +190,8 @@ function scriptConfig(options: PublisherOptions): ScriptConfig {
   return {
     channel: positiveInt('channel', options.channel ?? 1, 255),
     answer: options.answer ?? true,
+    answerDelayMs: nonNegativeInt('answerDelayMs', options.answerDelayMs ?? 0, 60_000),
+    fixedBitrate: options.fixedBitrate ?? false,
     fps,
     gopFrames: positiveInt('gopFrames', options.gopFrames ?? fps * 10, 100_000),
     pattern: options.pattern ?? 'ball',

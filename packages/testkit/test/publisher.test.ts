@@ -148,6 +148,24 @@ describe('startPublisher', () => {
     ]);
   });
 
+  it('with answerDelayMs forces the keyframe that long after the recovery-request', async () => {
+    const rtp = await receiver();
+    const fps = 30;
+    const running = await publisher({ port: rtp.port, fps, gopFrames: 10 * fps, answerDelayMs: 600 });
+    await rtp.until('first keyframe', () => rtp.keyframes() >= 1);
+
+    const sentAt = rtp.units.length;
+    await sendControl(running, RECOVERY);
+    await rtp.until('keyframe after the recovery-request', () => rtp.keyframes() >= 2);
+    const keyframeAt = rtp.units.findIndex((unit, index) => index >= sentAt && unit.keyframe);
+    // 600 ms is 18 frames at 30 fps: a publisher answering at once has its keyframe within 3.
+    expect(keyframeAt - sentAt).toBeGreaterThanOrEqual(12);
+    expect(keyframeAt - sentAt).toBeLessThan(60);
+    expect(running.actions()).toEqual([
+      { event: 'keyframe-forced', channel: 1, layer: 'main', cause: 'recovery-request', kind: 'ltr' },
+    ]);
+  });
+
   it('applies a lower maxBitrateKbps from video-config, and the RTP byte rate goes down', async () => {
     const rtp = await receiver();
     const fps = 30;
@@ -288,5 +306,8 @@ describe('startPublisher', () => {
     await expect(
       startPublisher({ layers: [{ name: 'a', port: 5000, width: 320, height: 240, bitrateKbps: 0 }] }),
     ).rejects.toThrow(/layers\[0\]\.bitrateKbps must be an integer/);
+    await expect(startPublisher({ port: 5000, answerDelayMs: -1 })).rejects.toThrow(
+      /answerDelayMs must be an integer from 0/,
+    );
   });
 });

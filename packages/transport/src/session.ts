@@ -8,6 +8,8 @@ export interface SessionStats {
   readonly deliveryRateBps: number;
   /** Packets declared lost since the session began. */
   readonly lostPackets: number;
+  /** Packets sent since the session began. */
+  readonly sentPackets: number;
   /** Datagrams waiting in the transport below this session. */
   readonly transportQueuedDatagrams: number;
 }
@@ -56,4 +58,9 @@ export interface Session {
   close(code?: number, reason?: string): void;
   readonly closed: boolean;
   stats(): SessionStats;
+  /**
+   * Bytes of datagrams the transport has taken but not yet put on the wire (waiting for the
+   * congestion window): cheap enough to read for every frame, unlike {@link stats}.
+   */
+  queuedDatagramBytes(): number;
 }

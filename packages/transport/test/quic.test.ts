@@ -300,10 +300,20 @@ describe('QuicEndpoint', () => {
     expect(endpoint.counters()).toMatchObject({ fallbackPackets: 0, sendErrors: 0 });
     // (QUIC packets coalesced in one datagram during the handshake count once here.)
     expect(endpoint.counters().batchedPackets).toBeGreaterThan(50);
+    // The client's datagrams were read with recvmmsg and reached quiche (which counts the QUIC
+    // packets coalesced in a handshake datagram one by one).
+    expect(endpoint.receiveMode).toBe('recvmmsg');
+    expect(endpoint.counters().receivedPackets).toBeGreaterThan(50);
+    expect(endpoint.counters().receivedPackets).toBeLessThanOrEqual(stats.recvPackets);
+    expect(endpoint.counters().receiveReads).toBeLessThanOrEqual(endpoint.counters().receivedPackets);
   });
 
-  it('sends packets one by one with dgram.send when batching is off, with the loopback size asked for', async () => {
-    const { endpoint } = await startEndpoint({ batchedSends: false, loopbackMaxSendUdpPayload: 1350 });
+  it('sends and receives packets one by one through dgram when batching is off, with the loopback size asked for', async () => {
+    const { endpoint } = await startEndpoint({
+      batchedSends: false,
+      batchedReceives: false,
+      loopbackMaxSendUdpPayload: 1350,
+    });
     const serverSide = nextConnection(endpoint);
     const client = await connect(endpoint);
     const conn = await serverSide;
@@ -312,8 +322,12 @@ describe('QuicEndpoint', () => {
     expect(Buffer.from(await client.readAll(0)).equals(payload)).toBe(true);
     expect(conn.stats().pmtuBytes).toBe(1350);
     expect(endpoint.sendMode).toBe('dgram');
+    expect(endpoint.receiveMode).toBe('dgram');
     expect(endpoint.counters()).toMatchObject({ batchedPackets: 0, sendErrors: 0 });
     expect(endpoint.counters().fallbackPackets).toBeGreaterThan(25);
+    expect(endpoint.counters().receiveReads).toBe(endpoint.counters().receivedPackets);
+    expect(endpoint.counters().receivedPackets).toBeGreaterThan(25);
+    expect(endpoint.counters().receivedPackets).toBeLessThanOrEqual(conn.stats().recvPackets);
   });
 
   it('closes a silent connection after the idle timeout and forgets it', async () => {

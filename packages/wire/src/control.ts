@@ -76,8 +76,15 @@ const messages = [
   z.object({ type: z.literal('set-qos'), profile: qosProfile }).strict(),
   z
     .object({
+      type: z.literal('qos'),
+      profile: qosProfile,
+      presentation_delay_ms: z.number().int().min(0).max(10_000),
+    })
+    .strict(),
+  z
+    .object({
       type: z.literal('agent-stats'),
-      channels: z.record(z.string(), z.record(z.string(), z.number())),
+      channels: z.record(z.string(), z.record(z.string(), z.union([z.number(), z.string().max(64)]))),
     })
     .strict(),
   z

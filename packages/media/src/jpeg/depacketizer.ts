@@ -1,4 +1,5 @@
 import { isMediaError, MediaError } from '../errors.js';
+import { ReusedBuffer } from '../reused-buffer.js';
 import {
   type AccessUnit,
   type Depacketizer,
@@ -178,10 +179,17 @@ export interface JpegDepacketizerOptions {
   readonly logger?: Logger | undefined;
   /** RTP timestamp (90 kHz) to capture time in µs; by default a plain scaling without unwrapping. */
   readonly toCaptureTimeUs?: ((rtpTimestamp: number) => number) | undefined;
+  /**
+   * Write every frame into one buffer that the next frame reuses: `AccessUnit.data` is then
+   * valid during the call that receives it only (see the NAL depacketisers' option).
+   */
+  readonly lendAccessUnits?: boolean | undefined;
 }
 
 /** Frames' headers are cached per parameter combination; past this many the cache starts over. */
 const MAX_CACHED_HEADERS = 64;
+/** First size of the scan assembly buffer. */
+const INITIAL_SCAN_BYTES = 64 * 1024;
 const Q_IN_BAND_MIN = 128;
 /** Q 255: tables may change every frame, so "length 0" (reuse) is forbidden by RFC 2435. */
 const Q_DYNAMIC = 255;
@@ -200,7 +208,7 @@ interface Frame {
   readonly restartInterval: number | undefined;
   readonly header: Uint8Array;
   readonly inBandTables: boolean;
-  readonly chunks: Uint8Array[];
+  /** Scan bytes so far, at the start of the depacketiser's assembly buffer. */
   size: number;
 }
 
@@ -219,8 +227,8 @@ const IDLE: State = { kind: 'idle' };
  * then the reassembled scan data, then EOI.
  *
  * A frame is emitted only when all its fragments arrived in order up to the marker; otherwise it
- * is dropped and counted. Payload bytes are kept by reference until the frame completes, so the
- * caller must not reuse a packet's buffer before then.
+ * is dropped and counted. Scan bytes are copied as they arrive into one assembly buffer kept from
+ * frame to frame, so the caller may reuse a packet's memory as soon as `handlePacket` returns.
  */
 export class JpegDepacketizer implements Depacketizer {
   /** Counters; `skipped` uses the keys of {@link JpegSkipReason}. */
@@ -243,12 +251,17 @@ export class JpegDepacketizer implements Depacketizer {
   readonly #inBandTables = new Map<number, TableSet>();
   readonly #headers = new Map<string, Uint8Array>();
   readonly #warnedTypes = new Set<number>();
+  /** The scan data of the frame being collected; grows to the largest frame seen, never shrinks. */
+  #scan = new Uint8Array(INITIAL_SCAN_BYTES);
+  /** With `lendAccessUnits`: the memory every frame is written into. */
+  readonly #output: ReusedBuffer | undefined;
 
   /** Creates a depacketiser for one stream; it holds no resources. */
   constructor(options: JpegDepacketizerOptions) {
     this.#codec = options.codec;
     this.#logger = options.logger ?? silentLogger;
     this.#toCaptureTimeUs = options.toCaptureTimeUs ?? ((ts) => Math.round((ts * 1e6) / 90000));
+    this.#output = options.lendAccessUnits === true ? new ReusedBuffer() : undefined;
   }
 
   /** Takes the next packet in sequence order; returns the frame its marker completed, if any. */
@@ -339,8 +352,7 @@ export class JpegDepacketizer implements Depacketizer {
       this.#state = { kind: 'collecting', timestamp: packet.timestamp, frame };
     }
     if (at < payload.length) {
-      frame.chunks.push(payload.subarray(at));
-      frame.size += payload.length - at;
+      this.#append(frame, payload.subarray(at));
     }
     if (!packet.marker) {
       return [];
@@ -403,7 +415,7 @@ export class JpegDepacketizer implements Depacketizer {
       }
       this.#headers.set(key, header);
     }
-    return { frame: { timestamp, main, restartInterval, header, inBandTables, chunks: [], size: 0 }, bytes };
+    return { frame: { timestamp, main, restartInterval, header, inBandTables, size: 0 }, bytes };
   }
 
   #computed(q: number): TableSet {
@@ -456,15 +468,26 @@ export class JpegDepacketizer implements Depacketizer {
     return tables;
   }
 
-  #emit(frame: Frame, receivedAtMs: number): AccessUnit {
-    const appendEoi = !endsWithEoi(frame.chunks);
-    const data = new Uint8Array(frame.header.length + frame.size + (appendEoi ? JPEG_EOI.length : 0));
-    data.set(frame.header, 0);
-    let at = frame.header.length;
-    for (const chunk of frame.chunks) {
-      data.set(chunk, at);
-      at += chunk.length;
+  /** Copies scan bytes to the end of the frame's, growing the assembly buffer when they do not fit. */
+  #append(frame: Frame, bytes: Uint8Array): void {
+    const end = frame.size + bytes.length;
+    if (end > this.#scan.length) {
+      const grown = new Uint8Array(Math.max(end, this.#scan.length * 2));
+      grown.set(this.#scan.subarray(0, frame.size));
+      this.#scan = grown;
     }
+    this.#scan.set(bytes, frame.size);
+    frame.size = end;
+  }
+
+  #emit(frame: Frame, receivedAtMs: number): AccessUnit {
+    const scan = this.#scan.subarray(0, frame.size);
+    const appendEoi = !endsWithEoi(scan);
+    const size = frame.header.length + frame.size + (appendEoi ? JPEG_EOI.length : 0);
+    const data = this.#output?.take(size) ?? new Uint8Array(size);
+    data.set(frame.header, 0);
+    data.set(scan, frame.header.length);
+    const at = frame.header.length + frame.size;
     if (appendEoi) {
       data.set(JPEG_EOI, at);
     }
@@ -537,19 +560,7 @@ function sameTable(a: QuantTable, b: QuantTable): boolean {
   return true;
 }
 
-/** Whether the scan data already ends with the EOI marker (FF D9), possibly split across chunks. */
-function endsWithEoi(chunks: readonly Uint8Array[]): boolean {
-  let last = -1;
-  let beforeLast = -1;
-  for (let i = chunks.length - 1; i >= 0 && beforeLast < 0; i--) {
-    const chunk = chunks[i]!;
-    for (let j = chunk.length - 1; j >= 0 && beforeLast < 0; j--) {
-      if (last < 0) {
-        last = chunk[j]!;
-      } else {
-        beforeLast = chunk[j]!;
-      }
-    }
-  }
-  return beforeLast === 0xff && last === JPEG_EOI[1];
+/** Whether the scan data already ends with the EOI marker (FF D9). */
+function endsWithEoi(scan: Uint8Array): boolean {
+  return scan.length >= 2 && scan[scan.length - 2] === 0xff && scan[scan.length - 1] === JPEG_EOI[1];
 }

@@ -47,7 +47,8 @@ interface Held {
  * Puts RTP packets of one stream back in sequence order (wrap-aware), removes duplicates and
  * counts losses. In-order packets pass straight through; after a gap, later packets wait until
  * the missing one arrives, the buffer fills, or `maxDelayMs` passes (call {@link handleTick}), and
- * then the gap is declared lost. Time is injected.
+ * then the gap is declared lost. Time is injected. A packet is used during `handlePacket` only
+ * (held ones are copied), so the caller may reuse its memory.
  */
 export class ReorderBuffer {
   readonly stats: ReorderStats = { received: 0, duplicates: 0, reordered: 0, lost: 0, late: 0, restarts: 0 };
@@ -100,7 +101,11 @@ export class ReorderBuffer {
         return;
       }
       if (this.#held.size === 0) this.#oldestHeldAtMs = nowMs;
-      this.#held.set(packet.sequenceNumber, { packet, receivedAtMs: nowMs });
+      // The caller may reuse the packet's memory once this returns: a held packet keeps a copy.
+      this.#held.set(packet.sequenceNumber, {
+        packet: { ...packet, payload: packet.payload.slice() },
+        receivedAtMs: nowMs,
+      });
       if (this.#held.size > this.#capacity) this.#skipGap();
     } else if (ahead < 0 && ahead > -RESTART_JUMP) {
       // Already released (a duplicate) or given up on (late): either way unusable now.

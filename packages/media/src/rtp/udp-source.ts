@@ -1,5 +1,6 @@
 import dgram from 'node:dgram';
 import { isIP } from 'node:net';
+import { UdpBatchReceiver, type UdpReceiveMode } from '@svc/udp-batch';
 import { MediaError } from '../errors.js';
 import type { Logger } from '../types.js';
 import { silentLogger } from '../types.js';
@@ -71,22 +72,37 @@ function isMulticast4(address: string): boolean {
 /** Options of {@link UdpRtpSource}. */
 export interface UdpRtpSourceOptions {
   readonly url: string;
+  /** One datagram; `packet` is valid during the call only (the next read reuses its memory). */
   readonly onRtp: (packet: Uint8Array, receivedAtMs: number) => void;
   readonly logger?: Logger;
   /** Kernel receive buffer; a keyframe arrives as a burst (default 4 MiB). */
   readonly receiveBufferBytes?: number;
+  /**
+   * Read every datagram waiting in one system call (`recvmmsg`, `@svc/udp-batch`) when its addon
+   * is built (default true); false takes them one by one from `message` events.
+   */
+  readonly batchedReceives?: boolean;
 }
 
-/** Receives RTP over UDP on an `rtp://` endpoint, joining the multicast group when there is one. */
+/**
+ * Receives RTP over UDP on an `rtp://` endpoint, joining the multicast group when there is one.
+ * Datagrams are read in batches into memory that is reused: `onRtp` gets each packet for the
+ * duration of the call only.
+ */
 export class UdpRtpSource {
   readonly endpoint: RtpEndpoint;
   readonly #socket: dgram.Socket;
   readonly #options: UdpRtpSourceOptions;
+  readonly #receiver: UdpBatchReceiver;
 
   private constructor(endpoint: RtpEndpoint, socket: dgram.Socket, options: UdpRtpSourceOptions) {
     this.endpoint = endpoint;
     this.#socket = socket;
     this.#options = options;
+    this.#receiver = new UdpBatchReceiver(socket, {
+      native: options.batchedReceives ?? true,
+      onPacket: (packet) => options.onRtp(packet, performance.now()),
+    });
   }
 
   /** Binds the socket and starts delivering packets. */
@@ -125,9 +141,8 @@ export class UdpRtpSource {
         );
       }
     }
-    const source = new UdpRtpSource(endpoint, socket, options);
-    socket.on('message', (msg) => options.onRtp(msg, performance.now()));
     socket.on('error', (err) => logger.error({ err: err.message }, 'RTP socket error'));
+    const source = new UdpRtpSource(endpoint, socket, options);
     logger.info({ input: options.url }, 'listening for RTP');
     return source;
   }
@@ -137,8 +152,14 @@ export class UdpRtpSource {
     return this.#socket.address().port;
   }
 
+  /** How datagrams are read: `recvmmsg` in batches, or `dgram` one by one. */
+  get receiveMode(): UdpReceiveMode {
+    return this.#receiver.mode;
+  }
+
   /** Stops receiving and closes the socket. */
   async close(): Promise<void> {
+    this.#receiver.close();
     await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
     this.#options.logger?.debug({ input: this.#options.url }, 'RTP socket closed');
   }

@@ -13,8 +13,12 @@ import { VideoStats } from './stats.js';
  */
 export type KeyframeRequestReason = 'join' | 'frame-lost' | 'gop-gap' | 'decoder-error' | 'backpressure';
 
-/** Why the decoder is skipping delta frames: a {@link KeyframeRequestReason}, or `flush` (end of stream). */
-export type KeyframeWaitReason = KeyframeRequestReason | 'flush';
+/**
+ * Why the decoder is skipping delta frames: a {@link KeyframeRequestReason}, `flush` (end of
+ * stream), or `not-live` (the robot replayed its keyframe alone: the deltas after it refer to
+ * frames this pilot never had, whatever the loss policy, until the IDR the join asked for).
+ */
+export type KeyframeWaitReason = KeyframeRequestReason | 'flush' | 'not-live';
 
 /**
  * What to do after a lost frame: `continue` decodes on (artifacts until the next recovery point;
@@ -75,9 +79,20 @@ export interface VideoChannelDecoderOptions {
   readonly now?: () => number;
   /** Counters go here (default: a private instance). */
   readonly stats?: VideoStats;
-  /** Deltas are dropped while more than this many chunks wait in the decoder (default 3). */
+  /**
+   * Deltas are dropped while more than this many chunks wait in the decoder (default 3), once it
+   * has caught up after its start; before that, {@link STARTUP_DECODE_QUEUE}.
+   */
   readonly maxDecodeQueue?: number;
 }
+
+/**
+ * Chunks that may wait in a decoder that has not caught up yet (a second of video at 30 fps): its
+ * start (configuration, the first decodes, the robot's replay at join, the live frames that come
+ * meanwhile) is not falling behind. Dropping deltas then would freeze the picture until the next
+ * keyframe, up to a whole GOP with a publisher that does not answer requests.
+ */
+const STARTUP_DECODE_QUEUE = 30;
 
 /** Decoder failures in a row, with no picture between them, after which the codec counts as unsupported. */
 const MAX_CONSECUTIVE_FAILURES = 3;
@@ -111,7 +126,7 @@ export class VideoChannelDecoder {
   readonly #onFrame: VideoChannelDecoderOptions['onFrame'];
   readonly #onRequestKeyframe: VideoChannelDecoderOptions['onRequestKeyframe'];
   readonly #onStateChange: VideoChannelDecoderOptions['onStateChange'];
-  readonly #lossPolicy: LossPolicy;
+  #lossPolicy: LossPolicy;
   readonly #now: () => number;
   readonly #maxDecodeQueue: number;
   #state: VideoChannelDecoderState = { kind: 'idle' };
@@ -133,8 +148,15 @@ export class VideoChannelDecoder {
   #early: AssembledFrame[] = [];
   /** Last frame id of the robot's replay still to come (decode through, never drop). */
   #replayUntil: number | undefined;
+  /** False: the replay is the keyframe alone, and the deltas after it cannot be decoded. */
+  #replayLive = true;
   /** Replay chunks in the decoder: they do not count as the decoder falling behind. */
   #replayInFlight = 0;
+  /**
+   * The current decoder has caught up once (its replay decoded, its queue within bound): from then
+   * on {@link #maxDecodeQueue} applies, before that {@link STARTUP_DECODE_QUEUE}.
+   */
+  #decoderRunning = false;
 
   constructor(options: VideoChannelDecoderOptions) {
     if (options.lossPolicy !== 'continue' && options.lossPolicy !== 'freeze') {
@@ -153,6 +175,14 @@ export class VideoChannelDecoder {
     this.#now = options.now ?? (() => performance.now());
     this.stats = options.stats ?? new VideoStats({ now: this.#now });
     this.#maxDecodeQueue = maxQueue;
+  }
+
+  /** The loss behaviour of another profile, from the next loss on. */
+  setLossPolicy(policy: LossPolicy): void {
+    if (policy !== 'continue' && policy !== 'freeze') {
+      throw new TypeError(`lossPolicy must be 'continue' or 'freeze', got ${String(policy)}`);
+    }
+    this.#lossPolicy = policy;
   }
 
   /** The current state. */
@@ -187,10 +217,11 @@ export class VideoChannelDecoder {
    * and what followed): they are all decoded, none dropped for backpressure, and all but the last
    * are marked {@link DecodedFrameMeta.replayed} so only the current picture is painted.
    */
-  catchUp(lastFrameId: number): void {
+  catchUp(lastFrameId: number, live = true): void {
     if (!Number.isInteger(lastFrameId) || lastFrameId < 0 || lastFrameId > 0xffff)
       throw new TypeError(`lastFrameId must be a frame id 0..65535, got ${lastFrameId}`);
     this.#replayUntil = lastFrameId;
+    this.#replayLive = live;
   }
 
   /** Takes one whole frame from the reassembler, in frame-id order. */
@@ -216,7 +247,9 @@ export class VideoChannelDecoder {
     }
     if (kind !== 'waiting-keyframe' && kind !== 'decoding') return;
 
-    if (gap && !explained && this.#family !== 'mjpeg') this.#chainBroken('gop-gap');
+    // After a keyframe-alone replay the GOP position jumps by design; the join asked for the IDR.
+    if (gap && !explained && this.#family !== 'mjpeg' && this.#waitReason !== 'not-live')
+      this.#chainBroken('gop-gap');
     if (this.#waitReason !== undefined) {
       if (!keyframe) {
         this.#skipWhileWaiting(this.#waitReason);
@@ -236,6 +269,8 @@ export class VideoChannelDecoder {
     };
     if (this.#family === 'mjpeg') this.#decodeJpeg(frame.data, meta);
     else this.#decodeChunk(frame.data, meta, replay !== undefined && replay <= 0);
+    if (replay === 0 && !this.#replayLive && this.#family !== 'mjpeg' && this.#state.kind === 'decoding')
+      this.#enterWait('not-live');
   }
 
   /** Takes one loss report from the reassembler. */
@@ -345,8 +380,11 @@ export class VideoChannelDecoder {
 
   #decodeChunk(data: Uint8Array, meta: PendingMeta, replay: boolean): void {
     const decoder = this.#decoder ?? this.#openDecoder();
+    const limit = this.#decoderRunning
+      ? this.#maxDecodeQueue
+      : Math.max(this.#maxDecodeQueue, STARTUP_DECODE_QUEUE);
     if (replay) this.#replayInFlight++;
-    else if (!meta.keyframe && decoder.decodeQueueSize - this.#replayInFlight > this.#maxDecodeQueue) {
+    else if (!meta.keyframe && decoder.decodeQueueSize - this.#replayInFlight > limit) {
       this.stats.recordDropped();
       this.#enterWait('backpressure');
       this.#requestKeyframe('backpressure');
@@ -372,6 +410,7 @@ export class VideoChannelDecoder {
       error: (err) => this.#fail(decoder, err),
     });
     this.#decoder = decoder;
+    this.#decoderRunning = false;
     decoder.configure(this.#config());
     return decoder;
   }
@@ -390,6 +429,9 @@ export class VideoChannelDecoder {
     }
     // Outputs come in submission order: the replay's first.
     if (this.#replayInFlight > 0) this.#replayInFlight--;
+    // Started, the replay decoded and the live frames that waited behind it caught up with.
+    if (this.#replayInFlight === 0 && decoder.decodeQueueSize <= this.#maxDecodeQueue)
+      this.#decoderRunning = true;
     const pending = this.#takeMeta(frame.timestamp);
     if (pending === undefined) {
       // Output the decoder made up (no chunk of ours has this timestamp): nothing to present it with.

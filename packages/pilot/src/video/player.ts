@@ -105,6 +105,12 @@ export class VideoChannelPlayer {
     options.container.append(canvas);
   }
 
+  /** The profile changed: its presentation delay and loss behaviour from now on. */
+  setQos(presentationDelayMs: number, lossPolicy: LossPolicy): void {
+    this.#presenter.setPresentationDelay(presentationDelayMs);
+    this.#decoder.setLossPolicy(lossPolicy);
+  }
+
   /** The decoder's current state. */
   get state(): VideoChannelDecoderState {
     return this.#decoder.state;
@@ -125,7 +131,7 @@ export class VideoChannelPlayer {
    * than the robot replays): it is painted with a "not live" badge until a later frame is.
    */
   catchUp(lastFrameId: number, live: boolean): void {
-    this.#decoder.catchUp(lastFrameId);
+    this.#decoder.catchUp(lastFrameId, live);
     this.#staleFrameId = live ? undefined : lastFrameId;
   }
 

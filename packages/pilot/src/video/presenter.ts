@@ -31,6 +31,14 @@ export interface CanvasPresenterOptions<M extends PresentMeta = PresentMeta> {
    * predicts. 0 paints every frame as soon as it is decoded.
    */
   readonly presentationDelayMs: number;
+  /**
+   * Start at once (default true): the first frame after the start (or a {@link
+   * CanvasPresenter.reset}) is painted as soon as it is decoded, and the delay is built up from
+   * there by playing a quarter slower until it reaches `presentationDelayMs` (400 ms for 100 ms),
+   * so the first picture does not wait for the jitter buffer. False holds the first frame the full
+   * delay, like every other.
+   */
+  readonly rampDelay?: boolean;
   /** The local clock, ms (default `performance.now()`). */
   readonly now?: () => number;
   /** Paint scheduler (default `requestAnimationFrame`, or a 16 ms timer where there is none). */
@@ -52,6 +60,9 @@ export interface CanvasPresenterOptions<M extends PresentMeta = PresentMeta> {
    */
   readonly maxQueued?: number;
 }
+
+/** After a start the delay builds up at this share of real time (playback a quarter slower). */
+const DELAY_RAMP_RATE = 0.25;
 
 /** The subset of a `VideoFrame` the presenter uses, so tests can pass a stand-in. */
 export type PresentableFrame = Pick<VideoFrame, 'displayWidth' | 'displayHeight' | 'close'> &
@@ -90,7 +101,10 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
   /** Counters this presenter updates. */
   readonly stats: VideoStats;
   readonly #canvas: HTMLCanvasElement | OffscreenCanvas;
-  readonly #delayMs: number;
+  #delayMs: number;
+  readonly #rampDelay: boolean;
+  /** When the delay started building up from 0 (local ms); `undefined` once it is whole. */
+  #rampFrom: number | undefined;
   readonly #now: () => number;
   readonly #requestFrame: RequestFrame;
   readonly #onPaint: ((report: PaintReport<M>) => void) | undefined;
@@ -114,6 +128,7 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     }
     this.#canvas = options.canvas;
     this.#delayMs = delay;
+    this.#rampDelay = options.rampDelay ?? true;
     this.#now = options.now ?? (() => performance.now());
     this.#requestFrame = options.requestFrame ?? defaultRequestFrame();
     this.stats = options.stats ?? new VideoStats({ now: this.#now });
@@ -152,7 +167,10 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     let dueMs = nowMs;
     let late = false;
     if (this.#delayMs > 0) {
-      if (this.#anchor === undefined) this.#reanchor(nowMs, capture, false);
+      if (this.#anchor === undefined) {
+        this.#reanchor(nowMs, capture, false);
+        if (this.#rampDelay) this.#rampFrom = nowMs;
+      }
       // How much later than the mapping predicts this frame arrived (negative: earlier).
       const lagMs = nowMs - this.#predictedArrival(capture);
       if (lagMs < -this.#maxDriftMs) {
@@ -165,7 +183,7 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
       } else {
         this.#lateStreak = 0;
       }
-      dueMs = this.#predictedArrival(capture) + this.#delayMs;
+      dueMs = this.#predictedArrival(capture) + this.#appliedDelay(nowMs);
     }
     this.#queue.push({ frame, meta, captureUs: capture, dueMs, late });
     while (this.#queue.length > this.#maxQueued) {
@@ -190,6 +208,18 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     this.#lateStreak = 0;
   }
 
+  /**
+   * Another presentation delay from the next frame on (the profile changed); the clock mapping
+   * starts over.
+   */
+  setPresentationDelay(delayMs: number): void {
+    if (!(Number.isFinite(delayMs) && delayMs >= 0)) {
+      throw new TypeError(`presentationDelayMs must be a number ≥ 0, got ${delayMs}`);
+    }
+    this.#delayMs = delayMs;
+    this.reset();
+  }
+
   /** Closes every waiting frame and stops painting. */
   close(): void {
     if (this.#closed) return;
@@ -206,7 +236,17 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     this.#anchor = { localMs, captureUs };
     this.#lateStreak = 0;
     if (counted) this.stats.recordReanchor();
-    for (const q of this.#queue) q.dueMs = this.#predictedArrival(q.captureUs) + this.#delayMs;
+    const delay = this.#appliedDelay(localMs);
+    for (const q of this.#queue) q.dueMs = this.#predictedArrival(q.captureUs) + delay;
+  }
+
+  /** The delay in force at `nowMs`: building up at a quarter of real time after a start, then whole. */
+  #appliedDelay(nowMs: number): number {
+    if (this.#rampFrom === undefined) return this.#delayMs;
+    const built = (nowMs - this.#rampFrom) * DELAY_RAMP_RATE;
+    if (built < this.#delayMs) return built;
+    this.#rampFrom = undefined;
+    return this.#delayMs;
   }
 
   /** Local time at which the mapping expects a frame captured at `captureUs` to arrive. */

@@ -1,4 +1,3 @@
-import type { Buffer } from 'node:buffer';
 import { TransportError, type TransportErrorCode } from '../errors.js';
 import { type NativeConnection, type NativeHostPort, quiche, quicheError } from './binding.js';
 import { type EventMap, type Listener, TypedEmitter } from './emitter.js';
@@ -431,6 +430,11 @@ export class QuicConnection {
     return true;
   }
 
+  /** Bytes of datagrams queued in quiche waiting for the congestion window (cheap: no allocation). */
+  queuedDatagramBytes(): number {
+    return this.#native.dgramSendQueueByteSize();
+  }
+
   /** Congestion, loss and queue figures of the active path. */
   stats(): QuicConnectionStats {
     const stats = this.#native.stats();
@@ -467,8 +471,12 @@ export class QuicConnection {
     this.#flush();
   }
 
-  /** Feeds one UDP datagram from `from` to quiche. Called by the endpoint. */
-  handlePacket(packet: Buffer, from: NativeHostPort): void {
+  /**
+   * Feeds one UDP datagram from `from` to quiche and emits what it made available. Called by the
+   * endpoint, which calls {@link QuicConnection.flushAfterInput} once after the datagrams of a
+   * read, so a burst of them is answered in as few packets as possible.
+   */
+  handlePacket(packet: Uint8Array, from: NativeHostPort): void {
     if (this.closed) return;
     try {
       // quiche decrypts in place: `packet` is consumed here and must not be used afterwards.
@@ -477,7 +485,12 @@ export class QuicConnection {
       // A packet quiche cannot use is dropped by it; a fatal one closes the connection, which
       // shows in isClosed() / localError() below.
     }
-    this.#afterInput(false);
+    this.#afterInput();
+  }
+
+  /** Sends what the datagrams fed since the last flush caused, and re-arms the timer. */
+  flushAfterInput(): void {
+    if (!this.closed) this.#flush();
   }
 
   /**
@@ -492,13 +505,15 @@ export class QuicConnection {
     this.#finish();
   }
 
-  /** Emits what the last input made available, then flushes (now or on the next turn). */
-  #afterInput(flushNow: boolean): void {
+  /** Emits what the last input made available; the caller flushes. */
+  #afterInput(): void {
     if (!this.#established && this.#native.isEstablished()) {
       this.#established = true;
       this.#host.established(this);
     }
-    if (this.#established && !this.closed) {
+    // isReadable() is cheap, readable() is not (the binding builds an iterator object each time,
+    // tens of µs): most packets from a pilot carry only acknowledgements.
+    if (this.#established && !this.closed && this.#native.isReadable()) {
       for (const streamId of this.#native.readable()) {
         if (this.closed) break;
         this.#events.emit('streamReadable', streamId);
@@ -509,15 +524,9 @@ export class QuicConnection {
         if (datagram === null) break;
         this.#events.emit('datagram', datagram);
       }
-      this.#checkWaiters();
     }
-    if (this.closed) return;
-    if (this.#native.isClosed()) {
-      this.#finish();
-      return;
-    }
-    if (flushNow) this.#flush();
-    else this.#scheduleFlush();
+    if (this.#established && !this.closed) this.#checkWaiters();
+    if (!this.closed && this.#native.isClosed()) this.#finish();
   }
 
   #scheduleFlush(): void {
@@ -588,8 +597,15 @@ export class QuicConnection {
     this.#timer = undefined;
     if (this.closed) return;
     this.#guarded(() => {
+      // A timer kept from an earlier deadline fires before quiche's current one: set it again.
+      const ms = this.#native.timeout();
+      if (ms !== null && ms > 0) {
+        this.#armTimer();
+        return;
+      }
       this.#native.onTimeout();
-      this.#afterInput(true);
+      this.#afterInput();
+      if (!this.closed) this.#flush();
     });
   };
 

@@ -14,7 +14,9 @@
  * - `Connection.accept(scid, odcid | null, local, peer, config)`; addresses are `{host, port}`
  *   literals; `local` must be the same value on every `recv` (we use the bound address).
  * - `recv(buf, {from, to})` decrypts IN PLACE in the caller's buffer: parse the header first, and
- *   never reuse the buffer afterwards (Node gives every `message` a fresh Buffer).
+ *   do not read the buffer afterwards. Datagrams arrive in `@svc/udp-batch`'s receive memory
+ *   (one `recvmmsg` per read, the memory reused by the next read), or, without the addon, in a
+ *   fresh Buffer per `message` event; quiche copies what it keeps either way.
  * - `send(buf)` writes one packet into `buf` and returns `[length, {from, to, at}]`, or `null` when
  *   there is nothing to send. `at` (the pacing time) is an opaque napi External: it cannot be read
  *   from JS, so packets leave at once. `buf` is any Uint8Array: we hand quiche a view of the send
@@ -41,9 +43,16 @@
  */
 import { Buffer } from 'node:buffer';
 import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
-import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import { createSocket, type Socket } from 'node:dgram';
 import { isIP } from 'node:net';
-import { nativeSupport, UdpBatchError, UdpBatchSender, type UdpSendMode } from '@svc/udp-batch';
+import {
+  nativeSupport,
+  UdpBatchError,
+  UdpBatchReceiver,
+  UdpBatchSender,
+  type UdpReceiveMode,
+  type UdpSendMode,
+} from '@svc/udp-batch';
 import type { CertificateSource } from '../cert/rotation.js';
 import type { CertificateMaterial } from '../cert/self-signed.js';
 import { type NativeConfig, type NativeConnection, type NativeHostPort, quiche } from './binding.js';
@@ -88,6 +97,11 @@ export interface QuicEndpointOptions extends QuicTransportOptions {
    * (defaults to true); false sends every packet with `dgram.send`.
    */
   batchedSends?: boolean;
+  /**
+   * Read every datagram waiting in one system call (`recvmmsg`) through `@svc/udp-batch` when its
+   * addon is built (defaults to true); false takes them one by one from `message` events.
+   */
+  batchedReceives?: boolean;
 }
 
 /** Events of a {@link QuicEndpoint}. */
@@ -117,6 +131,10 @@ export interface QuicEndpointCounters {
   readonly batchedPackets: number;
   /** Packets sent one by one with `dgram.send` (no native addon, or a full socket buffer). */
   readonly fallbackPackets: number;
+  /** Datagrams received. */
+  readonly receivedPackets: number;
+  /** Reads that returned them (`recvmmsg` calls; one per datagram without the addon). */
+  readonly receiveReads: number;
 }
 
 /**
@@ -141,7 +159,12 @@ export class QuicEndpoint {
   readonly #host: ConnectionHost;
   readonly #counters = { malformed: 0, unroutable: 0, versionNegotiations: 0, refused: 0, sendErrors: 0 };
   readonly #batch: UdpBatchSender;
+  readonly #receiver: UdpBatchReceiver;
   readonly #maxPacket: number;
+  /** Connections fed datagrams in the current read: flushed once at its end. */
+  readonly #fed: QuicConnection[] = [];
+  /** While the connections of a read are flushed, their packets leave together at the end. */
+  #endingRead = false;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -150,6 +173,7 @@ export class QuicEndpoint {
     certificates: CertificateSource,
     maxConnections: number,
     batchedSends: boolean,
+    batchedReceives: boolean,
   ) {
     this.#socket = socket;
     this.#options = options;
@@ -168,20 +192,26 @@ export class QuicEndpoint {
       recvBuffer: new Uint8Array(STREAM_READ_CHUNK),
       packetBuffer: () => this.#batch.packetBuffer(this.#maxPacket),
       commitPacket: (length, to) => this.#batch.commit(length, to),
-      sendPackets: () => this.#sendBatch(),
+      sendPackets: () => {
+        if (!this.#endingRead) this.#sendBatch();
+      },
       established: (conn) => this.#events.emit('connection', conn),
       removed: (conn) => this.#remove(conn),
       reportError: (err) => this.#reportError(err),
     };
-    socket.on('message', (msg, rinfo) => {
-      try {
-        this.#onMessage(msg, rinfo);
-      } catch (err) {
-        // A failure while handling one datagram must not take the socket down.
-        this.#reportError(err);
-      }
-    });
     socket.on('error', (err) => this.#reportError(err));
+    this.#receiver = new UdpBatchReceiver(socket, {
+      native: batchedReceives,
+      onPacket: (packet, from) => {
+        try {
+          this.#onDatagram(packet, from);
+        } catch (err) {
+          // A failure while handling one datagram must not take the socket down.
+          this.#reportError(err);
+        }
+      },
+      onBatchEnd: () => this.#endRead(),
+    });
   }
 
   /**
@@ -199,6 +229,7 @@ export class QuicEndpoint {
       maxConnections = 1000,
       socketBufferBytes,
       batchedSends = true,
+      batchedReceives = true,
     } = options;
     const family = isIP(host);
     if (family === 0)
@@ -244,7 +275,14 @@ export class QuicEndpoint {
       socket.once('listening', onListening);
       socket.bind({ address: host, port, exclusive: true });
     });
-    const endpoint = new QuicEndpoint(socket, resolved, certificates, maxConnections, batchedSends);
+    const endpoint = new QuicEndpoint(
+      socket,
+      resolved,
+      certificates,
+      maxConnections,
+      batchedSends,
+      batchedReceives,
+    );
     endpoint.#configs.set(hashKey(certificates.current()), firstConfig);
     return endpoint;
   }
@@ -291,12 +329,19 @@ export class QuicEndpoint {
       batchedPackets: this.#batch.stats.batchedPackets,
       fallbackPackets: this.#batch.stats.fallbackPackets,
       sendErrors: this.#counters.sendErrors + this.#batch.stats.sendErrors,
+      receivedPackets: this.#receiver.stats.packets,
+      receiveReads: this.#receiver.stats.reads,
     };
   }
 
   /** How packets leave: `gso` or `sendmmsg` in batches, or `dgram` one by one. */
   get sendMode(): UdpSendMode {
     return this.#batch.mode;
+  }
+
+  /** How datagrams are read: `recvmmsg` in batches, or `dgram` one by one. */
+  get receiveMode(): UdpReceiveMode {
+    return this.#receiver.mode;
   }
 
   /**
@@ -308,6 +353,7 @@ export class QuicEndpoint {
     this.#closing ??= (async () => {
       for (const conn of [...this.#connections]) conn.terminate(reason);
       await this.#batch.drained();
+      this.#receiver.close();
       await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
       this.#configs.clear();
       this.#events.clear();
@@ -315,16 +361,26 @@ export class QuicEndpoint {
     return this.#closing;
   }
 
-  #onMessage(msg: Buffer, rinfo: RemoteInfo): void {
+  /** One datagram from `from`; `msg` is valid only during the call (quiche decrypts it in place). */
+  #onDatagram(msg: Uint8Array, from: NativeHostPort): void {
+    // A short header (RFC 9000 §17.3: first bit 0) carries the id we issued right after its first
+    // byte. Nearly every datagram of an open connection is one: it is routed here without
+    // quiche's header parser, which builds an object and two buffers per call.
+    if ((msg[0]! & 0x80) === 0 && msg.byteLength > SCID_LENGTH) {
+      const conn = this.#routes.get(hex(msg.subarray(1, 1 + SCID_LENGTH)));
+      if (conn !== undefined) {
+        this.#feed(conn, msg, from);
+        return;
+      }
+    }
     const header = parsePacketHeader(msg, SCID_LENGTH);
     if (header === null) {
       this.#counters.malformed++;
       return;
     }
-    const from: NativeHostPort = { host: rinfo.address, port: rinfo.port };
     const known = this.#routes.get(hex(header.dcid));
     if (known !== undefined) {
-      known.handlePacket(msg, from);
+      this.#feed(known, msg, from);
       return;
     }
     if (header.type === 'short' || header.type === 'version-negotiation') {
@@ -353,7 +409,34 @@ export class QuicEndpoint {
       return;
     }
     const conn = this.#accept(header.dcid, from);
-    conn?.handlePacket(msg, from);
+    if (conn !== undefined) this.#feed(conn, msg, from);
+  }
+
+  #feed(conn: QuicConnection, msg: Uint8Array, from: NativeHostPort): void {
+    conn.handlePacket(msg, from);
+    if (!this.#fed.includes(conn)) this.#fed.push(conn);
+  }
+
+  /**
+   * The end of one read: each connection that got datagrams sends what they caused
+   * (acknowledgements, answers), and every packet of the read leaves in one system call.
+   */
+  #endRead(): void {
+    if (this.#fed.length === 0) return;
+    this.#endingRead = true;
+    try {
+      for (const conn of this.#fed) {
+        try {
+          conn.flushAfterInput();
+        } catch (err) {
+          this.#reportError(err);
+        }
+      }
+    } finally {
+      this.#fed.length = 0;
+      this.#endingRead = false;
+    }
+    this.#sendBatch();
   }
 
   /** Creates the connection for a client's first Initial and files it under both its ids. */
@@ -440,15 +523,18 @@ export class QuicEndpoint {
 
 let warnedUnbatched = false;
 
-/** Says once per process that packets go out one by one, and why. */
+/** Says once per process that packets go out (and come in) one by one, and why. */
 function warnUnbatchedOnce(): void {
   if (warnedUnbatched) return;
   warnedUnbatched = true;
   const support = nativeSupport();
   const reason = support.available ? "this Node version hides the socket's descriptor" : support.reason;
-  process.emitWarning(`QUIC packets are sent one by one with dgram.send (more CPU per packet): ${reason}`, {
-    code: 'SVC_UDP_UNBATCHED',
-  });
+  process.emitWarning(
+    `QUIC packets are sent and received one by one through dgram (more CPU per packet): ${reason}`,
+    {
+      code: 'SVC_UDP_UNBATCHED',
+    },
+  );
 }
 
 /** Rethrows `err` as an uncaught exception, so an error nobody listens for is not lost. */

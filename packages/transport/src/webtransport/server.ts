@@ -289,6 +289,7 @@ class WebTransportSession implements Session {
   #pendingControlOut: Uint8Array[] = [];
   #closed = false;
   readonly #lostAtStart: number;
+  readonly #sentAtStart: number;
 
   constructor(
     conn: QuicConnection,
@@ -307,7 +308,9 @@ class WebTransportSession implements Session {
       : `${peer.host}:${peer.port}`;
     this.id = `${conn.id.slice(0, 8)}-${connectStream}`;
     this.#prefix = encodeDatagram(connectStream, new Uint8Array(0));
-    this.#lostAtStart = conn.stats().lostPackets;
+    const start = conn.stats();
+    this.#lostAtStart = start.lostPackets;
+    this.#sentAtStart = start.sentPackets;
   }
 
   get closed(): boolean {
@@ -328,6 +331,10 @@ class WebTransportSession implements Session {
     scratch.set(this.#prefix, 0);
     scratch.set(payload, this.#prefix.byteLength);
     return this.#conn.datagramSend(scratch.subarray(0, length));
+  }
+
+  queuedDatagramBytes(): number {
+    return this.#conn.queuedDatagramBytes();
   }
 
   writeControl(bytes: Uint8Array): void {
@@ -361,6 +368,7 @@ class WebTransportSession implements Session {
       cwndBytes: s.cwndBytes,
       deliveryRateBps: s.deliveryRateBps * 8,
       lostPackets: s.lostPackets - this.#lostAtStart,
+      sentPackets: s.sentPackets - this.#sentAtStart,
       transportQueuedDatagrams: s.sendQueueDatagrams,
     };
   }

@@ -1,0 +1,28 @@
+/**
+ * Stable codes of {@link UdpBatchError}.
+ *
+ * - `closed`: the socket is closed.
+ * - `batch-full`: a packet does not fit in an empty batch (larger than `capacityBytes`).
+ * - `not-bound`: a receiver needs a bound socket.
+ */
+export type UdpBatchErrorCode = 'closed' | 'batch-full' | 'not-bound';
+
+/** The one error class of this package; branch on `code`. */
+export class UdpBatchError extends Error {
+  /** What went wrong, stable across releases. */
+  readonly code: UdpBatchErrorCode;
+
+  constructor(code: UdpBatchErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'UdpBatchError';
+    this.code = code;
+  }
+}
+
+/** Where a packet goes, or where it came from: an IP address literal and a UDP port. */
+export interface UdpDestination {
+  /** IPv4 or IPv6 literal (an IPv4 literal on an IPv6 socket is sent to its IPv4-mapped address). */
+  readonly host: string;
+  /** UDP port. */
+  readonly port: number;
+}
