@@ -1,9 +1,10 @@
 /**
  * The recovery ladder end to end: a real GStreamer publisher that answers `recovery-request` with
  * a forced keyframe, a real svcd, the pilot SDK in Chromium watching through the link shaper with
- * 5 % loss in bursts of 3 on the robot → pilot direction. The pilot's `loss` reports, and the
- * delta frames the robot drops when the loss shrinks its congestion window, drive the ladder: `ltr` first, climbing while loss continues past the grace, back to `ltr` after two
- * quiet seconds.
+ * 5 % loss in bursts of 3 on the robot → pilot direction. The pilot's `loss` reports, and any
+ * delta frames the robot drops while lost packets hold its send queue back, drive the ladder:
+ * `ltr` first, climbing while loss continues past the grace, back to `ltr` after two quiet
+ * seconds.
  */
 import { fileURLToPath } from 'node:url';
 import { freeUdpPort, startPublisher } from '@svc/testkit';
@@ -37,7 +38,7 @@ describe('recovery ladder under burst loss', () => {
       seed: 7,
     });
     // The ladder's requests: for the pilot's loss reports, and for delta frames the robot dropped
-    // when loss shrank the congestion window (`backlog`); not the `idr` of a join.
+    // while loss held the send queue back (`backlog`); not the `idr` of a join.
     const requests = () =>
       camera
         .received()
@@ -58,7 +59,7 @@ describe('recovery ladder under burst loss', () => {
     const climbed = requests();
     // Two quiet seconds bring the ladder back to ltr: loss after them asks for ltr again. Loss
     // signals still arrive after the shaper stops losing (the pilot's last lossy report, up to a
-    // second later; delta frames dropped while the congestion window regrows, later still on a
+    // second later; delta frames dropped while the send queue drains, later still on a
     // loaded machine). The publisher answers every request with a keyframe, which frees the rung
     // to ask again at the next loss, so three seconds without a request are two without loss.
     const quiet = await requestsSettle(requests, 3_000, 30_000);

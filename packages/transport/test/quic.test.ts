@@ -140,7 +140,7 @@ describe('resolveTransportOptions', () => {
       initialMaxStreamData: 1_000_000,
       maxStreamsBidi: 100,
       maxStreamsUni: 100,
-      congestionControl: 'cubic',
+      congestionControl: 'bbr',
       pacing: true,
     });
     expect('host' in resolved).toBe(false);

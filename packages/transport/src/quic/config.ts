@@ -38,7 +38,7 @@ export interface QuicTransportOptions {
   datagramRecvQueue?: number;
   /** Datagrams quiche holds until the congestion window lets them out; defaults to 4096 (a few key frames of video). */
   datagramSendQueue?: number;
-  /** Congestion controller; defaults to `cubic`. */
+  /** Congestion controller; defaults to `bbr` (ADR 0013: random loss on cellular links must not collapse the window). */
   congestionControl?: CongestionControl;
   /** Lets quiche pace its sends (the binding does not expose the send time, so packets still leave at once); defaults to true. */
   pacing?: boolean;
@@ -62,7 +62,7 @@ export const DEFAULT_TRANSPORT_OPTIONS: ResolvedTransportOptions = Object.freeze
   maxStreamsUni: 100,
   datagramRecvQueue: 1024,
   datagramSendQueue: 4096,
-  congestionControl: 'cubic',
+  congestionControl: 'bbr',
   pacing: true,
   grease: true,
 });
