@@ -17,7 +17,7 @@ import {
   SignJWT,
 } from 'jose';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AuditBatcher } from '../src/api/audit.js';
+import { AuditBatcher } from '../src/audit/index.js';
 import { auditLog, type CloudDb, sessionSigningKeys } from '../src/db/index.js';
 import {
   isSessionTokenError,

@@ -18,7 +18,6 @@ export {
   type VideoIngestStats,
 } from './ingest.js';
 export { JpegDepacketizer, type JpegDepacketizerOptions } from './jpeg/depacketizer.js';
-export { isSecretParameterName, redactText, redactUrl } from './redact.js';
 export { RtpClock } from './rtp/clock.js';
 export { isRtcp, parseRtpPacket, RTP_HEADER_BYTES } from './rtp/packet.js';
 export { ReorderBuffer, type ReorderOptions, type ReorderSink, type ReorderStats } from './rtp/reorder.js';
@@ -39,13 +38,11 @@ export {
   type SdpMedia,
   type SessionDescription,
 } from './sdp.js';
-export {
-  type AccessUnit,
-  type AccessUnitDetails,
-  type CodecFamily,
-  type Depacketizer,
-  type DepacketizerStats,
-  type Logger,
-  type RtpPacket,
-  silentLogger,
+export type {
+  AccessUnit,
+  AccessUnitDetails,
+  CodecFamily,
+  Depacketizer,
+  DepacketizerStats,
+  RtpPacket,
 } from './types.js';

@@ -1,25 +1,17 @@
+import { type Logger, redactUrl, silentLogger } from '@svc/runtime';
 import { checkVideoInput, MJPEG_BANDWIDTH_WARNING, RTP_ENCODING_NAMES } from './codec.js';
 import { applyRtspCredentials } from './credentials.js';
 import { MediaError } from './errors.js';
 import { H264Depacketizer } from './h264/depacketizer.js';
 import { H265Depacketizer } from './h265/depacketizer.js';
 import { JpegDepacketizer } from './jpeg/depacketizer.js';
-import { redactUrl } from './redact.js';
 import { RtpClock } from './rtp/clock.js';
 import { isRtcp, parseRtpPacket } from './rtp/packet.js';
 import { ReorderBuffer, type ReorderOptions, type ReorderStats } from './rtp/reorder.js';
 import { UdpRtpSource } from './rtp/udp-source.js';
 import { RtspSource, type RtspSourceState, type RtspSourceStateDetail } from './rtsp/source.js';
 import { decodeSpropParameterSets, type SdpMedia } from './sdp.js';
-import {
-  type AccessUnit,
-  type CodecFamily,
-  type Depacketizer,
-  type DepacketizerStats,
-  type Logger,
-  type RtpPacket,
-  silentLogger,
-} from './types.js';
+import type { AccessUnit, CodecFamily, Depacketizer, DepacketizerStats, RtpPacket } from './types.js';
 
 /** Options of {@link VideoIngest}. */
 export interface VideoIngestOptions {

@@ -2,9 +2,9 @@
  * Access-unit assembly shared by the H.264 and H.265 depacketisers ({@link NalUnitDepacketizer}):
  * NAL units in, whole Annex B access units out, with parameter-set caching and loss handling.
  */
+import { type Logger, silentLogger } from '@svc/runtime';
 import { ReusedBuffer } from './reused-buffer.js';
-import type { AccessUnit, Depacketizer, DepacketizerStats, Logger, RtpPacket } from './types.js';
-import { silentLogger } from './types.js';
+import type { AccessUnit, Depacketizer, DepacketizerStats, RtpPacket } from './types.js';
 
 /** What a NAL unit type means to the access unit assembler. */
 export const NalRole = {

@@ -2,8 +2,8 @@
  * The part of SDP (RFC 4566) an RTSP client needs: which RTP streams a camera offers, how their
  * payload types map to codecs, their `fmtp` parameters and their control URLs (RFC 2326 C.1).
  */
+import { redactText } from '@svc/runtime';
 import { MediaError } from './errors.js';
-import { redactText } from './redact.js';
 
 /** Bodies larger than this are not session descriptions (a camera's is a few hundred bytes). */
 const MAX_SDP_CHARS = 1 << 20;

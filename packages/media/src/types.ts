@@ -67,19 +67,3 @@ export interface Depacketizer {
   reset(hard?: boolean): void;
   readonly stats: DepacketizerStats;
 }
-
-/** Minimal structured logger (pino-compatible call shape). */
-export interface Logger {
-  debug(obj: object, msg: string): void;
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
-
-/** A logger that discards everything. */
-export const silentLogger: Logger = Object.freeze({
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-});

@@ -1,12 +1,13 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Logger } from '@svc/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitAnnexB } from '../src/annexb.js';
 import { isMediaError } from '../src/errors.js';
 import { H265Depacketizer, type H265DepacketizerOptions } from '../src/h265/depacketizer.js';
 import { h265CodecString, h265ParameterSetId, h265SliceType, parseH265Pps } from '../src/h265/sps.js';
-import type { AccessUnit, Logger, RtpPacket } from '../src/types.js';
+import type { AccessUnit, RtpPacket } from '../src/types.js';
 import {
   addEmulationPrevention,
   annexB,

@@ -1,11 +1,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Logger } from '@svc/runtime';
 import { decodeWithFfmpeg, type RunningRtspServer, startRtspServer } from '@svc/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VideoIngest, type VideoIngestOptions } from '../src/ingest.js';
 import type { RtspSourceState } from '../src/rtsp/index.js';
-import type { AccessUnit, Logger } from '../src/types.js';
+import type { AccessUnit } from '../src/types.js';
 import { waitFor } from './support/wait.js';
 
 const USER = 'pilot';

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Logger } from '@svc/runtime';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isMediaError } from '../src/errors.js';
 import {
@@ -12,7 +13,7 @@ import {
 } from '../src/jpeg/depacketizer.js';
 import { jpegHeader } from '../src/jpeg/headers.js';
 import { makeQuantTables, STANDARD_HUFFMAN_TABLES } from '../src/jpeg/tables.js';
-import type { AccessUnit, Logger, RtpPacket } from '../src/types.js';
+import type { AccessUnit, RtpPacket } from '../src/types.js';
 import { encodeFlatScan } from './support/jpeg-encoder.js';
 import { readJpegLayout, segmentBodies } from './support/jpeg-file.js';
 import { packetizeJpeg, type RtpJpegFrameSpec, widenTable } from './support/jpeg-payload.js';

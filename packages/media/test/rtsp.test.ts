@@ -1,6 +1,7 @@
 import { createSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import { inspect } from 'node:util';
+import type { Logger } from '@svc/runtime';
 import { type RunningRtspServer, startRtspServer } from '@svc/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isMediaError, type MediaError, type MediaErrorCode } from '../src/errors.js';
@@ -24,7 +25,6 @@ import {
   serializeRequest,
 } from '../src/rtsp/index.js';
 import type { SdpMedia } from '../src/sdp.js';
-import type { Logger } from '../src/types.js';
 
 // ---------------------------------------------------------------------------------------------
 // Test tools: an event recorder, a fake clock, a capturing logger, a scripted fake camera.

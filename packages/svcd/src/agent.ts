@@ -1,4 +1,4 @@
-import type { Logger } from '@svc/media';
+import type { Logger } from '@svc/runtime';
 import type { SignalChannel } from '@svc/wire';
 import { candidateSource } from './candidates.js';
 import type { DaemonConfig } from './config.js';

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { type NetworkInterfaceInfo, networkInterfaces } from 'node:os';
-import type { Logger } from '@svc/media';
+import type { Logger } from '@svc/runtime';
 import type { SignalCandidate } from '@svc/wire';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '@svc/media';
+import type { Logger } from '@svc/runtime';
 import type { CertificateMaterial } from '@svc/transport';
 
 /**

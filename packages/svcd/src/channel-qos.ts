@@ -1,4 +1,3 @@
-import type { Logger } from '@svc/media';
 import {
   type AbrAgentStats,
   AbrController,
@@ -9,6 +8,7 @@ import {
   type QosProfile,
   videoConfigFor,
 } from '@svc/qos';
+import type { Logger } from '@svc/runtime';
 import type { ControlRole, PublisherControlMessage } from '@svc/wire';
 import type { VideoChannel } from './video-channel.js';
 

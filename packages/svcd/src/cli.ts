@@ -6,8 +6,10 @@
  *   svcd --config <path> [--host <address>]
  *   svcd --config <path> enrol [--token <token>] [--signal-url <url>]
  */
+
 import { parseArgs } from 'node:util';
-import { isMediaError, type Logger, redactText, redactUrl } from '@svc/media';
+import { isMediaError } from '@svc/media';
+import { type Logger, redactText, redactUrl } from '@svc/runtime';
 import { type RunningAgent, runAgent } from './agent.js';
 import { ConfigError, type DaemonConfig, loadConfig } from './config.js';
 import { isCredentialError, loadOrCreateCredential } from './credential.js';

@@ -1,4 +1,4 @@
-import type { Logger } from '@svc/media';
+import type { Logger } from '@svc/runtime';
 import { type AssembledFrame, Reassembler, WireError } from '@svc/wire';
 import type { CommandChannelConfig } from './config.js';
 import type { SessionRole } from './session-registry.js';

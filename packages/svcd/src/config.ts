@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { checkVideoInput, isMediaError, MJPEG_BANDWIDTH_WARNING, redactUrl } from '@svc/media';
+import { checkVideoInput, isMediaError, MJPEG_BANDWIDTH_WARNING } from '@svc/media';
+import { redactUrl } from '@svc/runtime';
 import { ROBOT_ID_PATTERN } from '@svc/wire';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';

@@ -2,6 +2,7 @@
  * The robot's identity (spec 5.3): an Ed25519 key pair generated on the robot, whose 32-byte seed
  * is kept at `credential_path` and never leaves the robot.
  */
+
 import {
   createPrivateKey,
   createPublicKey,
@@ -12,7 +13,7 @@ import {
 import { chmod, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { inspect } from 'node:util';
-import { type Logger, silentLogger } from '@svc/media';
+import { type Logger, silentLogger } from '@svc/runtime';
 
 /**
  * Stable codes of {@link CredentialError}. Callers branch on `code`, never on the message.

@@ -2,10 +2,11 @@
  * Enrolment (spec 3, 4, 7): the robot sends its public key with a one-time enrolment token to
  * `POST <base>/api/v1/enrol`, and the service registers the key for the robot's id.
  */
+
 import { createHash, randomBytes } from 'node:crypto';
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { type Logger, redactText, redactUrl } from '@svc/media';
+import { type Logger, redactText, redactUrl } from '@svc/runtime';
 import { z } from 'zod';
 import type { DaemonConfig } from './config.js';
 import { loadOrCreateCredential, type RobotCredential } from './credential.js';

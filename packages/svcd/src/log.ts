@@ -1,17 +1,10 @@
-import type { Logger } from '@svc/media';
-
-type Level = 'debug' | 'info' | 'warn' | 'error';
-const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+import type { Logger } from '@svc/runtime';
+import { createLogger } from '@svc/runtime/node';
 
 /**
- * A logger writing one plain line per message to stderr (`warn: message {"key":"value"}`), for the
- * command-line tools. Callers pass already-redacted values; nothing here adds secrets.
+ * The logger of the `svcd` commands: `@svc/runtime`'s process logger on stderr (JSON lines under
+ * systemd or a pipe, readable lines on a terminal), every line redacted.
  */
-export function stderrLogger(minimum: Level = 'info'): Logger {
-  const write = (level: Level) => (obj: object, msg: string) => {
-    if (ORDER[level] < ORDER[minimum]) return;
-    const fields = Object.keys(obj).length > 0 ? ` ${JSON.stringify(obj)}` : '';
-    process.stderr.write(`${level}: ${msg}${fields}\n`);
-  };
-  return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
+export function stderrLogger(minimum: 'debug' | 'info' | 'warn' | 'error' = 'info'): Logger {
+  return createLogger({ name: 'svcd', level: minimum });
 }

@@ -1,5 +1,5 @@
-import type { Logger } from '@svc/media';
 import { type AbrSample, DeltaAdmission, type QosProfile, type QosProfileName } from '@svc/qos';
+import type { Logger } from '@svc/runtime';
 import { PacedSendQueue, type Session } from '@svc/transport';
 import {
   type ControlCatchUp,

@@ -3,12 +3,11 @@ import {
   checkVideoInput,
   h264CodecString,
   h265CodecString,
-  type Logger,
   MediaError,
-  redactUrl,
   splitAnnexB,
   VideoIngest,
 } from '@svc/media';
+import { type Logger, redactUrl } from '@svc/runtime';
 
 /** Options of {@link probeInput}. */
 export interface ProbeOptions {

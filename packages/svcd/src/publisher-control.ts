@@ -1,5 +1,5 @@
-import type { Logger } from '@svc/media';
 import { channelBitrateRange, type QosProfile, videoConfigFor as videoConfigFrom } from '@svc/qos';
+import type { Logger } from '@svc/runtime';
 import { encodePublisherControl, type PublisherControlMessage, type VideoConfigMessage } from '@svc/wire';
 import type { UdpAddress, VideoChannelConfig } from './config.js';
 import type { SessionEvent, SessionRegistry } from './session-registry.js';

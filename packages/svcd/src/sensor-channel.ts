@@ -1,5 +1,5 @@
 import { createSocket, type Socket } from 'node:dgram';
-import type { Logger } from '@svc/media';
+import type { Logger } from '@svc/runtime';
 import { FramePacker, type PackedFrame, type ParityPolicy, wrapU32 } from '@svc/wire';
 import { daemonClockMs } from './clock.js';
 import type { SensorChannelConfig } from './config.js';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import type { Logger } from '@svc/media';
 import { type QosProfileName, qosProfile } from '@svc/qos';
+import type { Logger } from '@svc/runtime';
 import { CertificateRotation, WebTransportServer } from '@svc/transport';
 import { certificatePath, loadCertificate, saveCertificate } from './certificate-store.js';
 import { ChannelQos } from './channel-qos.js';

@@ -3,10 +3,11 @@
  * public keys it publishes at `/.well-known/svc-session-jwks.json`. The keys are cached on disk so
  * sessions keep working while the service is unreachable.
  */
+
 import { randomBytes } from 'node:crypto';
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { type Logger, redactUrl } from '@svc/media';
+import { type Logger, redactUrl } from '@svc/runtime';
 import {
   createLocalJWKSet,
   decodeProtectedHeader,

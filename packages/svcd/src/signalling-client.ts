@@ -3,8 +3,7 @@
  * `/ws` kept up for the life of the daemon. It proves the robot's Ed25519 key, announces how
  * pilots reach the robot, reports sessions, and hears about sessions the cloud opens or revokes.
  */
-import type { Logger } from '@svc/media';
-import { redactText, redactUrl } from '@svc/media';
+import { type Logger, redactText, redactUrl } from '@svc/runtime';
 import {
   type DenialReason,
   encodeSignalMessage,

@@ -1,5 +1,5 @@
 import { createSocket, type Socket } from 'node:dgram';
-import type { Logger } from '@svc/media';
+import type { Logger } from '@svc/runtime';
 import type { UdpAddress } from './config.js';
 import { ChannelError } from './sensor-channel.js';
 

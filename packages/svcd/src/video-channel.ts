@@ -1,5 +1,6 @@
-import { type AccessUnit, type Logger, redactUrl, VideoIngest } from '@svc/media';
+import { type AccessUnit, VideoIngest } from '@svc/media';
 import { channelBitrateRange, type QosProfile } from '@svc/qos';
+import { type Logger, redactUrl } from '@svc/runtime';
 import {
   CHUNK_HEADER_BYTES,
   DEFAULT_MAX_DATAGRAM_BYTES,

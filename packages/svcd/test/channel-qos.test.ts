@@ -3,8 +3,9 @@
  * publisher and when. The sessions are probes giving samples (what `PilotSession.qosSample`
  * measures); the controller's own rules are tested in `@svc/qos`.
  */
-import { silentLogger } from '@svc/media';
+
 import { AbrController, type AbrSample, qosProfile } from '@svc/qos';
+import { silentLogger } from '@svc/runtime';
 import type { ControlRole, PublisherControlMessage } from '@svc/wire';
 import { describe, expect, it } from 'vitest';
 import { ChannelQos, type SessionQosProbe } from '../src/channel-qos.js';

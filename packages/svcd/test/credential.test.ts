@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inspect } from 'node:util';
-import type { Logger } from '@svc/media';
+import type { Logger } from '@svc/runtime';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   CREDENTIAL_FILE_HEADER,

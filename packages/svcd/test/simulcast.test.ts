@@ -5,14 +5,15 @@
  * real reassembler; what was forwarded is decoded by ffprobe. End to end: a real svcd and the
  * pilot SDK in Chromium painting across a switch.
  */
+
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { type Logger, silentLogger } from '@svc/media';
 import { qosProfile } from '@svc/qos';
+import { type Logger, silentLogger } from '@svc/runtime';
 import { freeUdpPort, type PublisherEvent, type RunningPublisher, startPublisher } from '@svc/testkit';
 import { type AssembledFrame, type FrameLoss, Reassembler, seqDiff32 } from '@svc/wire';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 import { createSocket, type Socket } from 'node:dgram';
-import { silentLogger } from '@svc/media';
 import { qosProfile } from '@svc/qos';
+import { silentLogger } from '@svc/runtime';
 import { freeUdpPort } from '@svc/testkit';
 import type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from '@svc/transport';
 import {

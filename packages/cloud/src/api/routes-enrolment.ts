@@ -11,7 +11,7 @@ import {
   newSecret,
   robots,
 } from '../db/index.js';
-import { audit } from './audit.js';
+import { audit } from '../audit/index.js';
 import { type ApiContext, requireOrgPermission } from './context.js';
 import { ApiError } from './errors.js';
 import { jsonSchema, params, parse, uuidParam } from './http.js';

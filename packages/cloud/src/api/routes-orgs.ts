@@ -15,7 +15,7 @@ import {
   users,
 } from '../db/index.js';
 import { InvitationProviderError } from '../invitations/index.js';
-import { audit } from './audit.js';
+import { audit } from '../audit/index.js';
 import { API_KEY_PREFIX } from './auth.js';
 import { API_KEY_SCOPES, mayManageRole } from './authz.js';
 import { type ApiContext, requireOrgPermission, requireUser, roleIn } from './context.js';

@@ -12,7 +12,7 @@ import {
   users,
 } from '../db/index.js';
 import { offlineView, type PresenceView } from '../signalling/index.js';
-import { audit } from './audit.js';
+import { audit } from '../audit/index.js';
 import type { Caller } from './auth.js';
 import { type ApiContext, hasScope, requireOrgPermission } from './context.js';
 import { ApiError } from './errors.js';

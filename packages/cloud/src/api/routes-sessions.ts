@@ -19,7 +19,7 @@ import {
   type SessionScope,
   type SessionTokenClaims,
 } from '../sessions/index.js';
-import { type Actor, AuditBatcher } from './audit.js';
+import { type Actor, AuditBatcher } from '../audit/index.js';
 import type { Caller } from './auth.js';
 import { can } from './authz.js';
 import { type ApiContext, hasScope } from './context.js';

@@ -4,7 +4,7 @@
  *
  * @packageDocumentation
  */
-import type { AuditBatcher } from '../api/audit.js';
+import type { AuditBatcher } from '../audit/index.js';
 import type { SessionKeyStore } from './keys.js';
 
 // The decorations `sessionRoutes` puts on the app. Declared here, where every user of the app's

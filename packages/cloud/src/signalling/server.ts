@@ -16,7 +16,7 @@ import {
   WireError,
 } from '@svc/wire';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { audit } from '../api/audit.js';
+import { audit } from '../audit/index.js';
 import { type CloudDb, robots } from '../db/index.js';
 import { LastSeenWriter, RobotKeyLoader, type RobotKeyRow } from './batching.js';
 import { type PilotLink, type PresenceView, RobotPresence, type SessionRecord } from './presence.js';

@@ -1,13 +1,7 @@
+import { type Logger, silentLogger } from '@svc/runtime';
 import { isMediaError, MediaError } from '../errors.js';
 import { ReusedBuffer } from '../reused-buffer.js';
-import {
-  type AccessUnit,
-  type Depacketizer,
-  type DepacketizerStats,
-  type Logger,
-  type RtpPacket,
-  silentLogger,
-} from '../types.js';
+import type { AccessUnit, Depacketizer, DepacketizerStats, RtpPacket } from '../types.js';
 import { JPEG_EOI, type JpegSampling, jpegHeader, type QuantTable } from './headers.js';
 import { MAX_COMPUTED_Q, MIN_COMPUTED_Q, makeQuantTables } from './tables.js';
 

@@ -1,9 +1,8 @@
 import dgram from 'node:dgram';
 import { isIP } from 'node:net';
+import { type Logger, silentLogger } from '@svc/runtime';
 import { UdpBatchReceiver, type UdpReceiveMode } from '@svc/udp-batch';
 import { MediaError } from '../errors.js';
-import type { Logger } from '../types.js';
-import { silentLogger } from '../types.js';
 
 /** Where an `rtp://` input listens. */
 export interface RtpEndpoint {

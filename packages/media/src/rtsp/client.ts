@@ -2,10 +2,11 @@
  * One RTSP session with a camera (RFC 2326): OPTIONS, DESCRIBE, SETUP of the video stream, PLAY,
  * keep-alives, TEARDOWN; RTP over the RTSP connection (interleaved) or over UDP.
  */
+
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { isIP, type Socket as TcpSocket, connect as tcpConnect } from 'node:net';
+import { type Logger, redactText, redactUrl, silentLogger } from '@svc/runtime';
 import { MediaError } from '../errors.js';
-import { redactText, redactUrl } from '../redact.js';
 import {
   findVideoMedia,
   parseSdp,
@@ -13,7 +14,6 @@ import {
   type SdpMedia,
   type SessionDescription,
 } from '../sdp.js';
-import { type Logger, silentLogger } from '../types.js';
 import { parseAuthenticateHeaders, RtspAuthenticator, type RtspCredentials } from './auth.js';
 import {
   parsePublicHeader,

@@ -1,6 +1,6 @@
 /** Parsers for the RTSP header fields whose structure the client needs (RFC 2326 §12). */
+import { redactText } from '@svc/runtime';
 import { MediaError } from '../errors.js';
-import { redactText } from '../redact.js';
 import { DEFAULT_SESSION_TIMEOUT_S } from './timing.js';
 
 /** A `Session` header. */

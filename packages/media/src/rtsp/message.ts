@@ -3,8 +3,8 @@
  * and an incremental parser that splits what a server sends into responses, requests the
  * server makes of the client, and interleaved binary frames.
  */
+import { redactText } from '@svc/runtime';
 import { MediaError } from '../errors.js';
-import { redactText } from '../redact.js';
 
 /** Limits on what a server may send; anything larger is an error, never an allocation. */
 export const RTSP_LIMITS = {

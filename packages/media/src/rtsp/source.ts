@@ -2,10 +2,9 @@
  * A camera feed that stays up: an {@link RtspClient} restarted whenever the camera drops the
  * connection, restarts, or stops sending, with capped exponential backoff and full jitter.
  */
+import { type Logger, redactText, redactUrl, silentLogger } from '@svc/runtime';
 import { MediaError } from '../errors.js';
-import { redactText, redactUrl } from '../redact.js';
 import type { SdpMedia } from '../sdp.js';
-import { type Logger, silentLogger } from '../types.js';
 import { RtspClient, type RtspOptions } from './client.js';
 import { backoffDelayMs, DEFAULT_BACKOFF, type Scheduler, systemScheduler } from './timing.js';
 

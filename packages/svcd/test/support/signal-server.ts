@@ -4,10 +4,11 @@
  * denied, heartbeat-ack), records what robots send, and lets a test push messages; a manual
  * scheduler whose timers run only when the test says so; a recording logger.
  */
+
 import { createPublicKey, generateKeyPairSync, randomBytes, sign, verify } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Logger } from '@svc/media';
+import type { Logger } from '@svc/runtime';
 import { listenLocal } from '@svc/testkit';
 import {
   encodeSignalMessage,
