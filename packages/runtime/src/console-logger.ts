@@ -1,4 +1,11 @@
-import { type LOG_LEVELS, type LogFn, type Logger, type LogLevel, levelRank } from './logger.js';
+import {
+  type LOG_LEVELS,
+  type LogFn,
+  type Logger,
+  type LogLevel,
+  levelRank,
+  splitLogCall,
+} from './logger.js';
 import { redactFields, redactText } from './redact.js';
 
 /** The console methods {@link consoleLogger} writes through (the browser's `console` by default). */
@@ -41,8 +48,8 @@ export function consoleLogger(options: ConsoleLoggerOptions = {}): Logger {
     if (levelRank(level) < minimum) return () => {};
     const write = target[METHOD[level]].bind(target);
     return ((first: object | string, message?: string) => {
-      const fields = typeof first === 'string' ? bindings : { ...bindings, ...first };
-      const text = typeof first === 'string' ? first : (message ?? '');
+      const [own, text] = splitLogCall(first, message);
+      const fields = { ...bindings, ...own };
       if (Object.keys(fields).length === 0) write(redactText(text));
       else write(redactText(text), redactFields(fields));
     }) as LogFn;

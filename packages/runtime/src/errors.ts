@@ -1,13 +1,20 @@
 /**
  * The shape every package's error class shares: a stable string `code` that callers branch on
- * (never the message), and the `cause` passed through.
+ * (never the message), and the `cause` passed through. `name` is the subclass's own name
+ * (`WireError`), which a subclass may also set itself (a minifier renames classes).
  */
 export class CodedError<Code extends string> extends Error {
   /** Stable across releases; the message may change. */
   readonly code: Code;
 
+  /**
+   * @param code - What went wrong, for callers to branch on.
+   * @param message - What went wrong, for people; never branched on.
+   * @param options - `cause`: the error this one wraps.
+   */
   constructor(code: Code, message: string, options?: { cause?: unknown }) {
     super(message, options);
+    this.name = new.target.name;
     this.code = code;
   }
 }

@@ -38,6 +38,17 @@ export function levelRank(level: LogLevel): number {
   return level === 'silent' ? LOG_LEVELS.length : LOG_LEVELS.indexOf(level);
 }
 
+/**
+ * The fields and the message of one call of a {@link LogFn}, as pino reads them: an `Error` given
+ * in place of the fields is logged under `err`. For the loggers of this package; not exported
+ * from the package.
+ */
+export function splitLogCall(first: object | string, message: string | undefined): [object, string] {
+  if (typeof first === 'string') return [{}, first];
+  if (first instanceof Error) return [{ err: first }, message ?? first.message];
+  return [first, message ?? ''];
+}
+
 const discard: LogFn = () => {};
 
 /** A logger that discards everything. */

@@ -78,11 +78,32 @@ export function redactUrl(url: string): string {
   return prefix + redactParameters(rest);
 }
 
+/**
+ * `name=value` after `?`, `&`, `;` or `#` in free text, outside a URL with a scheme: a request path
+ * (`GET /api/v1/signalling?token=...`) or a hash route (`#/invite?email=...&ott=...`). Name and
+ * value stop at whitespace and quotes, so the words after them stay readable.
+ */
+const PARAMETER_IN_TEXT = /([?&;#])([^=&;#?/\s]+)=([^&;#\s"'<>`]*)/g;
+
 /** Enrolment tokens (`svc_enr_<secret>`): the prefix stays, so a reader knows what it was. */
 const ENROLMENT_TOKEN = /\bsvc_enr_[A-Za-z0-9_-]+/g;
 
-/** API keys (`svc_key_<8 hex>_<secret>`): the public prefix stays, it names the key. */
-const API_KEY = /\b(svc_key_[0-9a-f]{8}_)[A-Za-z0-9_-]+/g;
+/** Anything that starts like an API key (`svc_key_...`); {@link redactApiKey} decides what stays. */
+const API_KEY = /\bsvc_key_[A-Za-z0-9_-]+/g;
+
+/** An API key's public part (`svc_key_` and 8 hex digits): it names the key and is not secret. */
+const API_KEY_PUBLIC = /^svc_key_[0-9a-f]{8}(?=_|$)/;
+
+/**
+ * An API key (`svc_key_<8 hex>_<secret>`) keeps its public part and loses the secret; the public
+ * part alone is left as it is; anything else after `svc_key_` (a key mistyped or cut short) goes.
+ */
+function redactApiKey(key: string): string {
+  const visible = API_KEY_PUBLIC.exec(key)?.[0];
+  if (visible === undefined) return `svc_key_${MASK}`;
+  // Nothing after the public part, or only its `_` (a key redacted before: `svc_key_0123abcd_***`).
+  return key.length <= visible.length + 1 ? key : `${visible}_${MASK}`;
+}
 
 /** A JSON Web Token (three base64url parts, the first a JSON header: `eyJ...`). */
 const JWT = /\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g;
@@ -92,16 +113,20 @@ const AUTH_SCHEME = /\b(Bearer|Basic|Digest)\s+[^\s,"']+/gi;
 
 /**
  * Redacts every secret found in free text: URLs (userinfo and secret-looking parameters, see
- * {@link redactUrl}), enrolment tokens, API keys, JWTs and `Bearer` credentials. Error messages
- * from Node or other libraries may quote what they were given, credentials included.
+ * {@link redactUrl}), secret-looking `name=value` parameters of paths and hash routes, `Bearer`
+ * credentials, enrolment tokens, API keys and JWTs. Error messages from Node or other libraries
+ * may quote what they were given, credentials included. Never throws.
  */
 export function redactText(text: string): string {
   return text
     .replace(URL_IN_TEXT, (url) => redactUrl(url))
+    .replace(PARAMETER_IN_TEXT, (whole, separator: string, name: string) =>
+      isSecretParameterName(name) ? `${separator}${name}=${MASK}` : whole,
+    )
+    .replace(AUTH_SCHEME, `$1 ${MASK}`)
     .replace(ENROLMENT_TOKEN, `svc_enr_${MASK}`)
-    .replace(API_KEY, `$1${MASK}`)
-    .replace(JWT, `[jwt ${MASK}]`)
-    .replace(AUTH_SCHEME, `$1 ${MASK}`);
+    .replace(API_KEY, redactApiKey)
+    .replace(JWT, `[jwt ${MASK}]`);
 }
 
 /**
@@ -134,25 +159,52 @@ export const SECRET_FIELD_NAMES: ReadonlySet<string> = new Set([
   'credential',
 ]);
 
-/** True when a field of this name holds a secret (see {@link SECRET_FIELD_NAMES}). */
+/**
+ * Endings (of a name normalised as for {@link SECRET_FIELD_NAMES}) that make any field secret:
+ * `invitationToken`, `dbPassword`.
+ */
+const SECRET_FIELD_SUFFIX = /(token|password|passwd|secret|apikey|privatekey|credential)$/;
+
+/**
+ * True when a field of this name holds a secret: a name of {@link SECRET_FIELD_NAMES}, or one
+ * that ends in `token`, `password`, `secret`, `apiKey`, `privateKey` or `credential`
+ * (`invitationToken`, `db_password`), compared lower-cased without `_`, `-` and `.`.
+ */
 export function isSecretFieldName(name: string): boolean {
-  return SECRET_FIELD_NAMES.has(name.toLowerCase().replace(/[-_.]/g, ''));
+  const normalised = name.toLowerCase().replace(/[-_.]/g, '');
+  return SECRET_FIELD_NAMES.has(normalised) || SECRET_FIELD_SUFFIX.test(normalised);
 }
 
 /** How deep {@link redactFields} walks before it stops copying (a log object is never that deep). */
 const MAX_DEPTH = 8;
 
 /**
- * A copy of a value fit for a log line: fields named as secrets (see {@link SECRET_FIELD_NAMES})
+ * A copy of a value fit for a log line: fields named as secrets (see {@link isSecretFieldName})
  * become `***`, every string passes through {@link redactText}, errors keep their name, message
  * (redacted), `code` and `cause`. Arrays and plain objects are copied, other objects shown by
- * their redacted `String()`. Never throws; cycles and very deep values are cut short.
+ * their redacted `String()`. Never throws; cycles and very deep values are cut short (`[...]`),
+ * while an object that merely appears twice is copied twice.
+ *
+ * @param depth - How deep `value` already is (callers leave it out).
+ * @param seen - The objects that contain `value` (callers leave it out).
  */
 export function redactFields(value: unknown, depth = 0, seen: WeakSet<object> = new WeakSet()): unknown {
   if (typeof value === 'string') return redactText(value);
   if (value === null || typeof value !== 'object') return value;
   if (seen.has(value) || depth >= MAX_DEPTH) return '[...]';
+  // `seen` holds the path from the root only, so only a cycle is cut, not a shared object.
   seen.add(value);
+  try {
+    return redactObject(value, depth, seen);
+  } catch {
+    // A throwing getter or toString(), an invalid Date: the value cannot be shown, the line still can.
+    return '[unreadable]';
+  } finally {
+    seen.delete(value);
+  }
+}
+
+function redactObject(value: object, depth: number, seen: WeakSet<object>): unknown {
   if (Array.isArray(value)) return value.map((item) => redactFields(item, depth + 1, seen));
   if (value instanceof Error) {
     const shown: Record<string, unknown> = { name: value.name, message: redactText(value.message) };

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { isSecretParameterName, redactText, redactUrl } from '../src/index.js';
+import {
+  isSecretFieldName,
+  isSecretParameterName,
+  redactFields,
+  redactText,
+  redactUrl,
+  SECRET_FIELD_NAMES,
+} from '../src/index.js';
 
 describe('redactUrl', () => {
   it.each([
@@ -104,5 +111,264 @@ describe('redactText', () => {
 
   it('leaves text without URLs unchanged', () => {
     expect(redactText('ECONNREFUSED 127.0.0.1:554')).toBe('ECONNREFUSED 127.0.0.1:554');
+  });
+});
+
+/** A JWT shaped like the ones the cloud issues (header, claims, signature). */
+const JWT = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJyb2JvdC0xIn0.c2lnbmF0dXJlLWJ5dGVz';
+const ENROLMENT = 'svc_enr_Q2hvb3NlQVN0cm9uZ1NlY3JldEhlcmVfMTIzNDU2Nzg5MA';
+const API_KEY_SECRET = 'dGhpcy1pcy10aGUtc2VjcmV0LXBhcnQtb2YtYS1rZXk';
+
+describe('redactText: each secret kind in a log line', () => {
+  it.each([
+    ['URL userinfo', 'dialling rtsp://admin:pw@cam/ now', 'dialling rtsp://***@cam/ now', 'admin:pw'],
+    [
+      'a secret query parameter',
+      'GET https://cloud.example/api/v1/signalling?robot=r1&token=opaque123 upgraded',
+      'GET https://cloud.example/api/v1/signalling?robot=r1&token=*** upgraded',
+      'opaque123',
+    ],
+    [
+      'a secret fragment parameter holding a JWT',
+      `open https://cloud.example/pilot/#robot=r&token=${JWT} to drive`,
+      'open https://cloud.example/pilot/#robot=r&token=*** to drive',
+      'eyJ',
+    ],
+    [
+      'a one-time token parameter',
+      'invite https://cloud.example/console/#/invite?email=a%40b.example&ott=one-time-42 sent',
+      'invite https://cloud.example/console/#/invite?email=a%40b.example&ott=*** sent',
+      'one-time-42',
+    ],
+    [
+      'secret parameters of a request path without scheme',
+      'incoming request GET /api/v1/signalling?robot=r1&access_token=abc123 from 10.0.0.9',
+      'incoming request GET /api/v1/signalling?robot=r1&access_token=*** from 10.0.0.9',
+      'abc123',
+    ],
+    [
+      'secret parameters of a hash route',
+      'route #/invite?email=a@b.example&token=tok-1&ott=ott-2 opened',
+      'route #/invite?email=a@b.example&token=***&ott=*** opened',
+      'tok-1',
+    ],
+    [
+      'an enrolment token',
+      `svcd enrol --token ${ENROLMENT} failed`,
+      'svcd enrol --token svc_enr_*** failed',
+      ENROLMENT,
+    ],
+    [
+      'an API key, public prefix kept',
+      `key svc_key_0123abcd_${API_KEY_SECRET} refused`,
+      'key svc_key_0123abcd_*** refused',
+      API_KEY_SECRET,
+    ],
+    [
+      'a malformed API key, whole',
+      'key svc_key_NOTHEXAT_secretpart refused',
+      'key svc_key_*** refused',
+      'secretpart',
+    ],
+    ['a bare JWT', `claims of ${JWT} expired`, 'claims of [jwt ***] expired', 'c2lnbmF0dXJl'],
+    [
+      'a Bearer credential',
+      'Authorization: Bearer opaque-credential-1',
+      'Authorization: Bearer ***',
+      'opaque',
+    ],
+    ['a Bearer JWT', `authorization: bearer ${JWT}`, 'authorization: bearer ***', 'eyJ'],
+    ['a Basic credential', 'Authorization: Basic YWRtaW46cHc=', 'Authorization: Basic ***', 'YWRtaW46cHc'],
+  ])('redacts %s', (_, line, expected, secret) => {
+    const redacted = redactText(line);
+    expect(redacted).toBe(expected);
+    expect(redacted).not.toContain(secret);
+  });
+
+  it("keeps an API key's public part alone as it is: it names the key", () => {
+    expect(redactText('revoked svc_key_0123abcd (ci)')).toBe('revoked svc_key_0123abcd (ci)');
+    expect(redactText('API keys start with svc_key_.')).toBe('API keys start with svc_key_.');
+  });
+
+  it('redacts several secrets of different kinds in one line', () => {
+    const line = `rtsp://u:p@cam/a ${ENROLMENT} svc_key_89abcdef_${API_KEY_SECRET} ${JWT} Bearer xyz`;
+    expect(redactText(line)).toBe('rtsp://***@cam/a svc_enr_*** svc_key_89abcdef_*** [jwt ***] Bearer ***');
+  });
+
+  it('leaves ordinary log lines alone', () => {
+    for (const line of [
+      'frame 1234 delivered in 12 ms (issue #15, rung=idr)',
+      'GET /api/v1/robots?limit=20&cursor=abc 200',
+      'channel=1&subtype=0 negotiated',
+      'svcd 0.1.0 starting on eth0',
+    ]) {
+      expect(redactText(line)).toBe(line);
+    }
+  });
+
+  it('is idempotent', () => {
+    const line = `rtsp://u:p@cam/?token=t ${ENROLMENT} svc_key_0123abcd_${API_KEY_SECRET} ${JWT} Bearer b /x?ott=o`;
+    const once = redactText(line);
+    expect(redactText(once)).toBe(once);
+  });
+});
+
+describe('isSecretFieldName', () => {
+  it('knows the listed names in any case and with any separators', () => {
+    for (const name of SECRET_FIELD_NAMES) expect(isSecretFieldName(name)).toBe(true);
+    for (const name of [
+      'Token',
+      'access_token',
+      'accessToken',
+      'X-Svc-Id-Token',
+      'set-cookie',
+      'enrolment.token',
+    ]) {
+      expect(isSecretFieldName(name)).toBe(true);
+    }
+  });
+
+  it('knows names that end in a secret word', () => {
+    for (const name of [
+      'invitationToken',
+      'pilot_token',
+      'dbPassword',
+      'sessionSecret',
+      'x-api-key',
+      'devicePrivateKey',
+    ]) {
+      expect(isSecretFieldName(name)).toBe(true);
+    }
+  });
+
+  it('leaves ordinary names alone', () => {
+    for (const name of [
+      'publicKey',
+      'keyframe',
+      'tokenCount',
+      'robot',
+      'url',
+      'message',
+      'secretHash',
+      'keys',
+    ]) {
+      expect(isSecretFieldName(name)).toBe(false);
+    }
+  });
+});
+
+describe('redactFields', () => {
+  it('masks fields named as secrets at any depth, inside arrays too, and keeps the rest', () => {
+    const fields = {
+      robot: 'r1',
+      token: 't0',
+      accessToken: 't1',
+      password: 'p1',
+      enrolment_token: 't2',
+      authorization: 'Bearer t3',
+      key: 'k1',
+      count: 3,
+      nested: { deeper: { password: 'p2', keep: true }, peers: [{ token: 't4', id: 'a' }, { id: 'b' }] },
+      list: [{ key: 'k2' }, 'svc_enr_inline'],
+      missing: undefined,
+      secretButUndefined: undefined as string | undefined,
+    };
+    expect(redactFields(fields)).toEqual({
+      robot: 'r1',
+      token: '***',
+      accessToken: '***',
+      password: '***',
+      enrolment_token: '***',
+      authorization: '***',
+      key: '***',
+      count: 3,
+      nested: { deeper: { password: '***', keep: true }, peers: [{ token: '***', id: 'a' }, { id: 'b' }] },
+      list: [{ key: '***' }, 'svc_enr_***'],
+      missing: undefined,
+      secretButUndefined: undefined,
+    });
+  });
+
+  it('redacts secrets inside the strings of fields with ordinary names', () => {
+    expect(redactFields({ url: 'rtsp://admin:pw@cam/', note: `got ${JWT}` })).toEqual({
+      url: 'rtsp://***@cam/',
+      note: 'got [jwt ***]',
+    });
+  });
+
+  it('shows an error by name, redacted message, code, stack and cause', () => {
+    const cause = Object.assign(new Error(`enrolment with ${ENROLMENT} refused`), { code: 'ECONNRESET' });
+    const error = new TypeError('dial rtsp://admin:pw@cam/ failed', { cause });
+    const shown = redactFields({ err: error }) as { err: Record<string, unknown> };
+    expect(shown.err).toMatchObject({
+      name: 'TypeError',
+      message: 'dial rtsp://***@cam/ failed',
+      cause: { name: 'Error', message: 'enrolment with svc_enr_*** refused', code: 'ECONNRESET' },
+    });
+    expect(shown.err.stack).toContain('dial rtsp://***@cam/ failed');
+    const text = JSON.stringify(shown);
+    expect(text).not.toContain('admin:pw');
+    expect(text).not.toContain(ENROLMENT);
+  });
+
+  it('cuts cycles short, and copies an object that appears twice without a cycle', () => {
+    const shared = { id: 's', token: 't' };
+    const node: Record<string, unknown> = { name: 'loop', shared, again: shared };
+    node.self = node;
+    node.list = [node, shared];
+    expect(redactFields(node)).toEqual({
+      name: 'loop',
+      shared: { id: 's', token: '***' },
+      again: { id: 's', token: '***' },
+      self: '[...]',
+      list: ['[...]', { id: 's', token: '***' }],
+    });
+    const error = new Error('outer');
+    error.cause = error;
+    expect(redactFields(error)).toMatchObject({ message: 'outer', cause: '[...]' });
+  });
+
+  it('stops at a depth no log object reaches', () => {
+    let deep: Record<string, unknown> = { password: 'p' };
+    for (let i = 0; i < 20; i++) deep = { next: deep };
+    const text = JSON.stringify(redactFields(deep));
+    expect(text).toContain('[...]');
+    expect(text).not.toContain('"p"');
+  });
+
+  it('shows other objects by a redacted description, and never throws', () => {
+    const throwing = {
+      get boom(): string {
+        throw new Error('getter');
+      },
+    };
+    class Loud {
+      toString(): string {
+        throw new Error('toString');
+      }
+    }
+    expect(
+      redactFields({
+        bytes: new Uint8Array(12),
+        at: new Date(Date.UTC(2026, 0, 2)),
+        url: new URL('rtsp://admin:pw@cam/live?token=x'),
+        map: new Map([['token', 'x']]),
+        invalidDate: new Date(Number.NaN),
+        throwing,
+        loud: new Loud(),
+        big: 12n,
+        nothing: null,
+      }),
+    ).toEqual({
+      bytes: '[12 bytes]',
+      at: '2026-01-02T00:00:00.000Z',
+      url: 'rtsp://***@cam/live?token=***',
+      map: '[object Map]',
+      invalidDate: '[unreadable]',
+      throwing: '[unreadable]',
+      loud: '[unreadable]',
+      big: 12n,
+      nothing: null,
+    });
   });
 });

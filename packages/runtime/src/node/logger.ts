@@ -34,6 +34,8 @@ export function loggerOptions(options: Pick<NodeLoggerOptions, 'name' | 'level'>
       log: (fields) => redactFields(fields) as Record<string, unknown>,
       bindings: (bindings) => redactFields(bindings) as Record<string, unknown>,
     },
+    // pino applies `formatters.bindings` to the root logger's bindings only, not to a child's.
+    onChild: redactChildBindings,
     hooks: {
       // The message text too: a quoted URL or token in it is redacted like a field.
       logMethod(args, method) {
@@ -42,6 +44,23 @@ export function loggerOptions(options: Pick<NodeLoggerOptions, 'name' | 'level'>
       },
     },
   };
+}
+
+/** The serialised bindings pino prepends to each line of a logger: `,"name":"svcd","reqId":"r1"`. */
+const CHINDINGS = pino.symbols.chindingsSym;
+
+/**
+ * Redacts a child logger's bindings (`log.child({ token })`) the way pino's `bindings` formatter
+ * redacts the root's: pino keeps them as a serialised JSON fragment, which is read back, redacted
+ * and written again, as pino's own `bindings()` reads it.
+ */
+function redactChildBindings(child: PinoLogger): void {
+  const holder = child as unknown as Record<typeof CHINDINGS, string | undefined>;
+  const serialised = holder[CHINDINGS];
+  if (serialised === undefined || serialised.length === 0) return;
+  const bindings = JSON.parse(`{${serialised.slice(1)}}`) as Record<string, unknown>;
+  const redacted = JSON.stringify(redactFields(bindings)).slice(1, -1);
+  holder[CHINDINGS] = redacted.length === 0 ? '' : `,${redacted}`;
 }
 
 /**

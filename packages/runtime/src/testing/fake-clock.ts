@@ -3,6 +3,8 @@ import type { Clock, TimerHandle } from '../clock.js';
 interface FakeTimer {
   readonly id: number;
   dueMs: number;
+  /** When it was set, or last rescheduled (an interval): orders timers due at the same time. */
+  order: number;
   readonly periodMs: number | undefined;
   readonly callback: () => void;
 }
@@ -16,6 +18,7 @@ export class FakeClock implements Clock {
   #nowMs: number;
   #wallOffsetMs: number;
   #nextId = 1;
+  #nextOrder = 0;
   readonly #timers = new Map<number, FakeTimer>();
 
   /**
@@ -61,15 +64,22 @@ export class FakeClock implements Clock {
     return this.#next()?.dueMs;
   }
 
-  /** Moves time forward by `ms`, firing every timer that falls due on the way. */
+  /**
+   * Moves time forward by `ms`, firing every timer that falls due on the way.
+   *
+   * @throws {TypeError} when `ms` is negative or not finite.
+   */
   advance(ms: number): void {
-    if (!(ms >= 0)) throw new TypeError(`advance takes a duration >= 0 ms, got ${ms}`);
-    this.advanceTo(this.#nowMs + ms);
+    this.advanceTo(this.#nowMs + checkDuration(ms));
   }
 
-  /** Moves time forward to `targetMs`, firing every timer that falls due on the way. */
+  /**
+   * Moves time forward to `targetMs`, firing every timer that falls due on the way.
+   *
+   * @throws {TypeError} when `targetMs` is before now, or not finite.
+   */
   advanceTo(targetMs: number): void {
-    if (targetMs < this.#nowMs) {
+    if (!(Number.isFinite(targetMs) && targetMs >= this.#nowMs)) {
       throw new TypeError(`fake time cannot go back from ${this.#nowMs} to ${targetMs}`);
     }
     for (let timer = this.#next(); timer !== undefined && timer.dueMs <= targetMs; timer = this.#next()) {
@@ -81,9 +91,11 @@ export class FakeClock implements Clock {
   /**
    * Like {@link advance}, letting promise callbacks run after each timer, for code that awaits
    * between timers (a retry loop, a reconnect).
+   *
+   * @throws {TypeError} (as a rejection) when `ms` is negative or not finite.
    */
   async advanceAsync(ms: number): Promise<void> {
-    const targetMs = this.#nowMs + ms;
+    const targetMs = this.#nowMs + checkDuration(ms);
     await flushMicrotasks();
     for (let timer = this.#next(); timer !== undefined && timer.dueMs <= targetMs; timer = this.#next()) {
       this.#fire(timer);
@@ -100,14 +112,20 @@ export class FakeClock implements Clock {
   #add(callback: () => void, delayMs: number, periodMs: number | undefined): TimerHandle {
     const id = this.#nextId++;
     const wait = Number.isFinite(delayMs) && delayMs > 0 ? delayMs : 0;
-    this.#timers.set(id, { id, dueMs: this.#nowMs + wait, periodMs, callback });
+    this.#timers.set(id, { id, dueMs: this.#nowMs + wait, order: this.#nextOrder++, periodMs, callback });
     return id as unknown as TimerHandle;
   }
 
   #next(): FakeTimer | undefined {
     let next: FakeTimer | undefined;
     for (const timer of this.#timers.values()) {
-      if (next === undefined || timer.dueMs < next.dueMs) next = timer;
+      if (
+        next === undefined ||
+        timer.dueMs < next.dueMs ||
+        (timer.dueMs === next.dueMs && timer.order < next.order)
+      ) {
+        next = timer;
+      }
     }
     return next;
   }
@@ -115,9 +133,19 @@ export class FakeClock implements Clock {
   #fire(timer: FakeTimer): void {
     this.#nowMs = timer.dueMs;
     if (timer.periodMs === undefined) this.#timers.delete(timer.id);
-    else timer.dueMs += timer.periodMs;
+    else {
+      timer.dueMs += timer.periodMs;
+      timer.order = this.#nextOrder++;
+    }
     timer.callback();
   }
+}
+
+function checkDuration(ms: number): number {
+  if (!(Number.isFinite(ms) && ms >= 0)) {
+    throw new TypeError(`fake time moves forward by a finite duration >= 0 ms, got ${ms}`);
+  }
+  return ms;
 }
 
 /** Lets every queued promise callback run (a few rounds, for chains of awaits). */

@@ -1,4 +1,4 @@
-import type { LOG_LEVELS, LogFn, Logger } from '../logger.js';
+import { type LOG_LEVELS, type LogFn, type Logger, splitLogCall } from '../logger.js';
 import { redactFields, redactText } from '../redact.js';
 
 /** One line a {@link memoryLogger} kept, redacted as every logger redacts. */
@@ -15,11 +15,11 @@ export function memoryLogger(
 ): Logger & { readonly records: LogRecord[] } {
   const method = (level: LogRecord['level']): LogFn =>
     ((first: object | string, message?: string) => {
-      const fields = typeof first === 'string' ? { ...bindings } : { ...bindings, ...first };
+      const [own, text] = splitLogCall(first, message);
       records.push({
         level,
-        message: redactText(typeof first === 'string' ? first : (message ?? '')),
-        fields: redactFields(fields) as Record<string, unknown>,
+        message: redactText(text),
+        fields: redactFields({ ...bindings, ...own }) as Record<string, unknown>,
       });
     }) as LogFn;
   return {
