@@ -38,6 +38,11 @@ stage() {
 
 # Every stage runs even when an earlier one failed, so one run shows every problem.
 stage "typecheck and build" npx --no-install tsc -b
+# The console and pilot pages svc-cloud serves, built ahead of time (skipped when up to date); the
+# tests that open /console/ and /pilot/ need them (vitest's global setup builds them too).
+stage "console pages" node packages/console/scripts/build.mjs
+# The layer table of docs/architecture.md, cycles, and imports into another package's src/.
+stage "layering" npx --no-install depcruise --config .dependency-cruiser.cjs --output-type err-long packages scripts bench
 # Biome colours its report even when the output is a log file; plain text reads better there.
 biome_colors=()
 [[ -t 1 ]] || biome_colors=(--colors=off)

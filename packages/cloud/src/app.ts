@@ -1,21 +1,44 @@
 import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { createLogger } from '@svc/runtime/node';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifySchemaCompiler,
+  LogController,
+} from 'fastify';
+import {
+  hasZodFastifySchemaValidationErrors,
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import { type ZodType, z } from 'zod';
 import { Authenticator } from './api/auth.js';
 import type { ApiContext } from './api/context.js';
-import { ApiError, type ErrorBody } from './api/errors.js';
-import { accountRoutes } from './api/routes-account.js';
-import { enrolmentRoutes } from './api/routes-enrolment.js';
-import { orgRoutes } from './api/routes-orgs.js';
-import { robotRoutes } from './api/routes-robots.js';
-import { sessionRoutes } from './api/routes-sessions.js';
+import {
+  API_ERRORS,
+  ApiError,
+  apiErrorBody,
+  BODY_REFUSAL_STATUSES,
+  type ErrorBody,
+  errorBody,
+  errorCodesComponent,
+  errorResponses,
+} from './api/errors.js';
+import { registerApi } from './api/index.js';
+import { AuditBatcher } from './audit/index.js';
 import type { CloudConfig } from './config.js';
 import { consoleRoutes } from './console-assets.js';
 import type { Database } from './db/index.js';
 import type { EmbeddedOidcProvider, OidcVerifier } from './identity/index.js';
 import type { InvitationProvider, Mailer } from './invitations/index.js';
-import type { SessionKeyStore } from './sessions/index.js';
+import { SessionKeyStore } from './sessions/index.js';
 import type { SignallingHandle } from './signalling/index.js';
 
 /** Path of the OpenAPI document. */
@@ -32,8 +55,11 @@ export interface AppDependencies {
   readonly mail: Mailer;
   /** The embedded development provider, served under `/dev-oidc` (only without a configured issuer). */
   readonly devProvider?: EmbeddedOidcProvider;
-  /** Fastify's logger option (default: pino at the configured level, secrets redacted). */
-  readonly logger?: FastifyServerOptions['logger'];
+  /**
+   * The app's logger (default: {@link cloudLogger}); `false` logs nothing. Every line is redacted
+   * by `@svc/runtime`'s logger.
+   */
+  readonly logger?: FastifyBaseLogger | false;
   readonly now?: () => Date;
   /** Started pilot session keys owned by the caller; without them the app makes, starts and closes its own. */
   readonly sessionKeys?: SessionKeyStore;
@@ -41,35 +67,13 @@ export interface AppDependencies {
   readonly signalling?: SignallingHandle;
 }
 
-/** Paths whose values never reach a log line. */
-export const REDACTED_LOG_PATHS = [
-  'req.headers.authorization',
-  'req.headers["x-svc-id-token"]',
-  'req.headers.cookie',
-  '*.token',
-  '*.key',
-  '*.secret',
-  '*.password',
-  '*.accessToken',
-  '*.idToken',
-];
-
-/** Pino options of svc-cloud: level from the config, secrets redacted, query strings dropped from URLs. */
-export function loggerOptions(
-  config: CloudConfig,
-): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
-  return {
-    level: config.logLevel,
-    redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
-    serializers: {
-      req: (req: { method: string; url: string; ip?: string }) => ({
-        method: req.method,
-        // Query strings may carry tokens (OIDC callbacks, invitation links): the path only.
-        url: req.url.split('?')[0] ?? '',
-        ip: req.ip,
-      }),
-    },
-  };
+/**
+ * svc-cloud's logger: `@svc/runtime`'s pino logger named `svc-cloud` at the configured level,
+ * JSON lines unless writing to a terminal, every line redacted (secret field names, tokens, keys,
+ * URL credentials).
+ */
+export function cloudLogger(config: CloudConfig): FastifyBaseLogger {
+  return createLogger({ name: 'svc-cloud', level: config.logLevel });
 }
 
 /**
@@ -77,16 +81,36 @@ export function loggerOptions(
  * development provider when there is one. Tests call `app.inject()` on it.
  */
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  const logger = deps.logger ?? cloudLogger(deps.config);
   const app = Fastify({
-    logger: deps.logger ?? loggerOptions(deps.config),
+    ...(logger === false ? {} : { loggerInstance: logger }),
+    logController: new RequestLog(),
     bodyLimit: MAX_BODY_BYTES,
-    // Route schemas document the API; validation is the handlers' zod schemas, with clearer messages.
-    ajv: { customOptions: { strict: false } },
     trustProxy: false,
   });
-  app.setValidatorCompiler(() => (value) => ({ value }));
+  app.setValidatorCompiler(missingBodyAsEmpty);
+  app.setSerializerCompiler(serializerCompiler);
 
   const now = deps.now ?? (() => new Date());
+  const clock = () => now().getTime();
+  let sessionKeys = deps.sessionKeys;
+  if (sessionKeys === undefined) {
+    const owned = new SessionKeyStore({
+      db: deps.database.db,
+      issuer: deps.config.publicUrl,
+      rotationHours: deps.config.sessionKeyRotationHours,
+      now: clock,
+      log: app.log,
+    });
+    await owned.start();
+    app.addHook('onClose', () => owned.close());
+    sessionKeys = owned;
+  }
+  const auditBatcher = new AuditBatcher({ db: deps.database.db, log: app.log, now });
+  app.addHook('onClose', () => auditBatcher.close());
+  app.decorate('sessionKeys', sessionKeys);
+  app.decorate('auditBatcher', auditBatcher);
+
   const ctx: ApiContext = {
     config: deps.config,
     database: deps.database,
@@ -96,11 +120,13 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       verifier: deps.verifier,
       issuer: deps.config.identity.issuer,
       // The app's clock, so `last_used_at` agrees with `revoked_at` and the other times it writes.
-      now: () => now().getTime(),
+      now: clock,
     }),
     invitationProvider: deps.invitationProvider,
     mail: deps.mail,
     now,
+    sessionKeys,
+    auditBatcher,
     ...(deps.signalling === undefined ? {} : { signalling: deps.signalling }),
   };
 
@@ -111,7 +137,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         title: 'svc-cloud API',
         version: 'v1',
         description:
-          'Accounts, organisations, invitations, robot grants, API keys and the audit log of the fleet teleoperation service.',
+          'Accounts, organisations, invitations, robot grants, API keys, enrolment, pilot session tokens and the audit log of the fleet teleoperation service. Every error is `{"error": {"code", "message"}}`; `components.schemas.ErrorCode` lists the codes.',
       },
       servers: [{ url: deps.config.publicUrl }],
       components: {
@@ -122,9 +148,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
             description: 'An OIDC access token issued for the API resource, or an API key (svc_key_...)',
           },
         },
+        schemas: { ErrorCode: errorCodesComponent(), Error: errorComponent() },
       },
       security: [{ bearer: [] }],
     },
+    transform: jsonSchemaTransform,
   });
 
   if (deps.config.rateLimitPerMinute > 0) {
@@ -138,48 +166,42 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
           ? `ip:${request.ip}`
           : `cred:${createHash('sha256').update(authorization).digest('base64url')}`;
       },
-      errorResponseBuilder: (_request, context) => {
-        const err = new ApiError(
+      errorResponseBuilder: (_request, context) =>
+        new ApiError(
           'rate-limited',
           `more than ${context.max} requests in a minute; retry in ${Math.ceil(context.ttl / 1000)} s`,
-        );
-        return Object.assign(err, { statusCode: 429 });
-      },
+        ),
     });
   }
 
-  app.setErrorHandler((err, request, reply) => {
-    if (err instanceof ApiError) {
-      if (err.statusCode >= 500) request.log.warn({ code: err.code }, err.message);
-      const body: ErrorBody = { error: { code: err.code, message: err.message } };
-      return reply.code(err.statusCode).send(body);
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const { status, body } = errorAnswer(err);
+    if (status >= 500) {
+      if (err instanceof ApiError) request.log.warn({ code: err.code }, err.message);
+      else request.log.error({ err }, 'request failed');
     }
-    const status = (err as { statusCode?: number }).statusCode;
-    if (typeof status === 'number' && status >= 400 && status < 500) {
-      // Fastify's own refusals: body too large, bad JSON, unsupported media type.
-      const body: ErrorBody = { error: { code: 'invalid-request', message: (err as Error).message } };
-      return reply.code(status).send(body);
-    }
-    request.log.error({ err }, 'request failed');
-    const body: ErrorBody = {
-      error: { code: 'internal', message: 'the service failed to answer; it has been logged' },
-    };
-    return reply.code(500).send(body);
+    return sendError(reply, status, body);
   });
-  app.setNotFoundHandler((request, reply) => {
-    const body: ErrorBody = {
-      error: { code: 'not-found', message: `no endpoint ${request.method} ${request.url.split('?')[0]}` },
-    };
-    return reply.code(404).send(body);
-  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      reply,
+      404,
+      errorBody('not-found', `no endpoint ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
 
-  accountRoutes(app, ctx);
-  orgRoutes(app, ctx);
-  robotRoutes(app, ctx);
-  await sessionRoutes(app, ctx, deps.sessionKeys === undefined ? {} : { keys: deps.sessionKeys });
-  enrolmentRoutes(app, ctx);
+  await registerApi(app, ctx);
   consoleRoutes(app);
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+  app.withTypeProvider<ZodTypeProvider>().get(
+    OPENAPI_PATH,
+    {
+      schema: {
+        hide: true,
+        response: { 200: z.record(z.string(), z.unknown()).describe('This document'), ...errorResponses([]) },
+      },
+    },
+    async () => ({ ...app.swagger() }),
+  );
 
   const dev = deps.devProvider;
   if (dev !== undefined) {
@@ -200,4 +222,112 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     }
   }
   return app;
+}
+
+/**
+ * The zod validator of `fastify-type-provider-zod`, with a missing body read as `{}`: a request
+ * without one is refused naming every required field, not with "expected object".
+ */
+const missingBodyAsEmpty: FastifySchemaCompiler<ZodType> = (route) => {
+  const validate = validatorCompiler(route);
+  return route.httpPart === 'body' ? (data) => validate(data ?? {}) : validate;
+};
+
+/** How a validation context is named in an `invalid-request` message. */
+const PART_NAMES: Readonly<Record<string, string>> = {
+  body: 'body',
+  querystring: 'query',
+  params: 'path',
+  headers: 'header',
+};
+
+/**
+ * The status and body answering `err`: an {@link ApiError} as itself; a request that breaks its
+ * route's schema as 400 `invalid-request` naming each bad field and what was expected; Fastify's
+ * own refusals (bad JSON, body too large, not JSON) as `invalid-request` with their status; and
+ * anything else as 500 `internal`, whose details stay in the log.
+ */
+function errorAnswer(err: FastifyError): { status: number; body: ErrorBody } {
+  if (err instanceof ApiError) return { status: err.statusCode, body: errorBody(err.code, err.message) };
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const where = PART_NAMES[err.validationContext ?? ''] ?? 'request';
+    const problems = err.validation.map((issue) => {
+      const field = issue.instancePath.split('/').filter(Boolean).join('.');
+      return `${field === '' ? where : field}: ${issue.message}`;
+    });
+    return {
+      status: API_ERRORS['invalid-request'].status,
+      body: errorBody('invalid-request', `invalid ${where}: ${problems.join('; ')}`),
+    };
+  }
+  const status = err.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    const kept = (BODY_REFUSAL_STATUSES as readonly number[]).includes(status);
+    return {
+      status: kept ? status : API_ERRORS['invalid-request'].status,
+      body: errorBody('invalid-request', err.message),
+    };
+  }
+  return {
+    status: API_ERRORS.internal.status,
+    body: errorBody('internal', 'the service failed to answer; it has been logged'),
+  };
+}
+
+/**
+ * Sends an error body as built, without the route's response serializer: every error answer of
+ * the app is made by {@link errorAnswer}, and the tests check each against the route's schema.
+ */
+function sendError(reply: FastifyReply, status: number, body: ErrorBody): FastifyReply {
+  return reply.code(status).serializer(JSON.stringify).send(body);
+}
+
+/** The error body with every code, as an OpenAPI component. */
+function errorComponent(): Record<string, unknown> {
+  const { $schema: _ignored, ...schema } = apiErrorBody.toJSONSchema({ target: 'draft-2020-12' });
+  return schema;
+}
+
+/** A request as its log lines show it: the path without the query string (it may carry tokens). */
+function requestFields(request: FastifyRequest): Record<string, string> {
+  return { method: request.method, url: request.url.split('?')[0] ?? '', ip: request.ip };
+}
+
+/**
+ * Fastify's request log lines with plain fields: the runtime logger redacts a line's fields
+ * before pino's serializers run, so Fastify's `req` and `res` objects would not be readable there.
+ */
+class RequestLog extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    if (this.isLogDisabled(request)) return;
+    request.log.info({ req: requestFields(request) }, 'incoming request');
+  }
+
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    if (this.isLogDisabled(request)) return;
+    const fields = { res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime };
+    if (error) reply.log.error({ ...fields, err: error }, 'request errored');
+    else reply.log.info(fields, 'request completed');
+  }
+
+  override writeHeadError(error: Error, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    reply.log.warn(
+      { req: requestFields(request), res: { statusCode: reply.statusCode }, err: error },
+      error.message,
+    );
+  }
+
+  override streamError(error: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    if (error.code === 'ERR_STREAM_PREMATURE_CLOSE') {
+      reply.log.info({ res: { statusCode: reply.statusCode } }, 'stream closed prematurely');
+    } else {
+      reply.log.warn({ err: error }, 'response terminated with an error with headers already sent');
+    }
+  }
 }

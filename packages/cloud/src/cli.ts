@@ -1,8 +1,13 @@
-import { CloudConfigError } from './config.js';
+import { createLogger } from '@svc/runtime/node';
+import { isCloudConfigError } from './config.js';
 import { isDatabaseError } from './db/index.js';
-import { startCloud } from './server.js';
+import { type RunningCloud, startCloud } from './server.js';
 
-/** `svc-cloud`: configuration from the environment (see the README), then serve until a signal. */
+/**
+ * `svc-cloud`: configuration from the environment (see the README), then serve until a signal.
+ * stdout carries the command's own output (help, the address it listens on); the log goes to
+ * stderr through the runtime logger.
+ */
 async function main(): Promise<number> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
     process.stdout.write(
@@ -12,29 +17,32 @@ async function main(): Promise<number> {
     );
     return 0;
   }
-  let cloud: Awaited<ReturnType<typeof startCloud>>;
+  let cloud: RunningCloud;
   try {
     cloud = await startCloud(process.env);
   } catch (err) {
-    if (err instanceof CloudConfigError || isDatabaseError(err)) {
+    // A setting to fix: the message names it (and never holds a secret), for a person to read.
+    if (isCloudConfigError(err) || isDatabaseError(err)) {
       process.stderr.write(`${err.message}\n`);
       return 2;
     }
     throw err;
   }
   process.stdout.write(`svc-cloud listening on ${cloud.address} (public URL ${cloud.config.publicUrl})\n`);
-  await new Promise<void>((resolve) => {
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
+  cloud.log.info({ signal }, 'svc-cloud stopping');
   await cloud.close();
   return 0;
 }
 
 main().then(
   (code) => process.exit(code),
-  (err) => {
-    process.stderr.write(`svc-cloud failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  (err: unknown) => {
+    // Before the service's own logger exists, or after it failed: a logger of its own.
+    createLogger({ name: 'svc-cloud' }).fatal({ err }, 'svc-cloud failed');
     process.exit(1);
   },
 );

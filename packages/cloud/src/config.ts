@@ -1,3 +1,4 @@
+import { CodedError, codedErrorGuard, redactUrl } from '@svc/runtime';
 import { z } from 'zod';
 
 /** The closed list of roles, lowest first (architecture page): each includes the ones before it. */
@@ -16,17 +17,25 @@ export interface ConfigIssue {
   readonly message: string;
 }
 
+/** The code of {@link CloudConfigError}: the environment does not configure a service. */
+export type CloudConfigErrorCode = 'invalid-config';
+
 /** The environment cannot configure a service; `issues` names every bad variable, not just the first. */
-export class CloudConfigError extends Error {
+export class CloudConfigError extends CodedError<CloudConfigErrorCode> {
   override readonly name = 'CloudConfigError';
-  readonly code = 'invalid-config';
   readonly issues: readonly ConfigIssue[];
 
   constructor(issues: readonly ConfigIssue[]) {
-    super(`svc-cloud cannot start:\n  ${issues.map((i) => `${i.variable}: ${i.message}`).join('\n  ')}`);
+    super(
+      'invalid-config',
+      `svc-cloud cannot start:\n  ${issues.map((i) => `${i.variable}: ${i.message}`).join('\n  ')}`,
+    );
     this.issues = issues;
   }
 }
+
+/** True when `err` is a {@link CloudConfigError}. */
+export const isCloudConfigError = codedErrorGuard(CloudConfigError);
 
 /** Where humans are authenticated: an external OIDC issuer, or the embedded development provider. */
 export type IdentityConfig =
@@ -128,22 +137,25 @@ const httpUrl = z.string().refine((v) => {
  * Parses `SVC_OIDC_ROLE_MAP`: comma-separated `value=role` pairs, e.g. `robotics-admins=admin,
  * robotics-ops=operator,everyone=viewer`. Whitespace around items is ignored; a claim value may not
  * contain `,` or `=`. Roles must be one of {@link ROLES}; a value listed twice is an error.
+ *
+ * @throws {CloudConfigError} naming `SVC_OIDC_ROLE_MAP` and the first bad item.
  */
 export function parseRoleMap(text: string): Map<string, Role> {
+  const bad = (message: string) => new CloudConfigError([{ variable: 'SVC_OIDC_ROLE_MAP', message }]);
   const map = new Map<string, Role>();
   for (const item of text.split(',')) {
     const trimmed = item.trim();
     if (trimmed === '') continue;
     const eq = trimmed.indexOf('=');
     if (eq <= 0 || eq === trimmed.length - 1) {
-      throw new Error(`"${trimmed}" is not a value=role pair (example: ops-team=operator)`);
+      throw bad(`"${trimmed}" is not a value=role pair (example: ops-team=operator)`);
     }
     const value = trimmed.slice(0, eq).trim();
     const role = trimmed.slice(eq + 1).trim();
     if (!(ROLES as readonly string[]).includes(role)) {
-      throw new Error(`"${role}" (for "${value}") is not a role; expected one of ${ROLES.join(', ')}`);
+      throw bad(`"${role}" (for "${value}") is not a role; expected one of ${ROLES.join(', ')}`);
     }
-    if (map.has(value)) throw new Error(`"${value}" is mapped twice`);
+    if (map.has(value)) throw bad(`"${value}" is mapped twice`);
     map.set(value, role as Role);
   }
   return map;
@@ -154,6 +166,8 @@ type Env = Readonly<Record<string, string | undefined>>;
 /**
  * Reads the service's configuration from the environment once, at start. Every problem is
  * collected and reported together, each naming its variable. The result is frozen.
+ *
+ * @throws {CloudConfigError} naming every bad variable with what was wrong (secrets redacted).
  */
 export function loadCloudConfig(env: Env): CloudConfig {
   const issues: ConfigIssue[] = [];
@@ -173,7 +187,7 @@ export function loadCloudConfig(env: Env): CloudConfig {
     if (v === undefined) return undefined;
     const r = httpUrl.safeParse(v);
     if (!r.success) {
-      issues.push({ variable: name, message: `"${redact(v)}" is not an http:// or https:// URL` });
+      issues.push({ variable: name, message: `"${redactUrl(v)}" is not an http:// or https:// URL` });
       return undefined;
     }
     return v.replace(/\/+$/, '');
@@ -205,7 +219,7 @@ export function loadCloudConfig(env: Env): CloudConfig {
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     issues.push({
       variable: 'DATABASE_URL',
-      message: `"${redactCredentials(databaseUrl)}" is not a postgres:// or postgresql:// URL (leave it unset for the embedded database)`,
+      message: `"${redactUrl(databaseUrl)}" is not a postgres:// or postgresql:// URL (leave it unset for the embedded database)`,
     });
   }
 
@@ -268,7 +282,8 @@ export function loadCloudConfig(env: Env): CloudConfig {
     try {
       roleMap = parseRoleMap(roleMapText);
     } catch (err) {
-      issues.push({ variable: 'SVC_OIDC_ROLE_MAP', message: (err as Error).message });
+      if (!isCloudConfigError(err)) throw err;
+      issues.push(...err.issues);
     }
   }
   if (provisioning === 'default-org') {
@@ -344,30 +359,4 @@ export function loadCloudConfig(env: Env): CloudConfig {
   };
   if (issues.length > 0) throw new CloudConfigError(issues);
   return Object.freeze(config);
-}
-
-/**
- * A connection string that may not parse as a URL, safe to print: everything between the scheme
- * and the last `@` (user and password, whatever they contain) is masked, and the query dropped.
- */
-export function redactCredentials(value: string): string {
-  const at = value.lastIndexOf('@');
-  if (at < 0) return redact(value);
-  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0] ?? '';
-  return redact(`${scheme}***@${value.slice(at + 1)}`);
-}
-
-/** A URL with its credentials and query removed, for messages and logs. */
-export function redact(value: string): string {
-  try {
-    const u = new URL(value);
-    if (u.username || u.password) {
-      u.username = '***';
-      u.password = '';
-    }
-    u.search = '';
-    return u.toString();
-  } catch {
-    return value.length > 16 ? `${value.slice(0, 8)}…` : value;
-  }
 }

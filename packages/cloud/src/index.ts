@@ -1,9 +1,11 @@
 /** svc-cloud: the service's public surface. */
-export { type AppDependencies, buildApp, loggerOptions } from './app.js';
+export { type AppDependencies, buildApp, cloudLogger } from './app.js';
 export {
   type CloudConfig,
   CloudConfigError,
+  type CloudConfigErrorCode,
   type ConfigIssue,
+  isCloudConfigError,
   loadCloudConfig,
   PROVISIONING_POLICIES,
   type ProvisioningPolicy,
@@ -20,6 +22,8 @@ export {
 export {
   type InvitationProvider,
   InvitationProviderError,
+  type InvitationProviderErrorCode,
+  isInvitationProviderError,
   LogtoInvitationProvider,
   type Mailer,
   type MailMessage,

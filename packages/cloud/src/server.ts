@@ -1,7 +1,9 @@
+import { type Logger, redactUrl } from '@svc/runtime';
+import { createLogger } from '@svc/runtime/node';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, loggerOptions } from './app.js';
+import { buildApp } from './app.js';
 import { type CloudConfig, loadCloudConfig } from './config.js';
-import { type Database, openDatabase, redactUrl } from './db/index.js';
+import { type Database, openDatabase } from './db/index.js';
 import { createOidcProvider, type EmbeddedOidcProvider, OidcVerifier } from './identity/index.js';
 import { invitationProviderFor, logMailer } from './invitations/index.js';
 import { SessionKeyStore } from './sessions/index.js';
@@ -16,6 +18,8 @@ export interface RunningCloud {
   readonly devProvider: EmbeddedOidcProvider | undefined;
   /** The address it listens on, e.g. `http://127.0.0.1:8080`. */
   readonly address: string;
+  /** The process's logger (the HTTP app, signalling, session keys and the mailer log through it). */
+  readonly log: Logger;
   close(): Promise<void>;
 }
 
@@ -54,13 +58,19 @@ export const DEV_USERS = [
 /**
  * Starts svc-cloud from an environment: validates the configuration (failing with every bad
  * variable named), opens the database (PostgreSQL with `DATABASE_URL`, else the embedded one),
- * starts the embedded development provider when no issuer is configured, and listens.
+ * starts the embedded development provider when no issuer is configured, and listens. Every log
+ * line goes through one `@svc/runtime` logger on stderr (JSON unless stderr is a terminal).
+ *
+ * @throws {CloudConfigError} when the environment cannot configure a service.
+ * @throws {DatabaseError} when the database cannot be opened.
  */
 export async function startCloud(env: Readonly<Record<string, string | undefined>>): Promise<RunningCloud> {
   const config = loadCloudConfig(env);
-  const database = await openDatabase(
-    config.databaseUrl === undefined ? { dataDir: config.dataDir } : { url: config.databaseUrl },
-  );
+  const log = createLogger({ name: 'svc-cloud', level: config.logLevel });
+  const database = await openDatabase({
+    ...(config.databaseUrl === undefined ? { dataDir: config.dataDir } : { url: config.databaseUrl }),
+    logger: log,
+  });
   let devProvider: EmbeddedOidcProvider | undefined;
   if (config.identity.kind === 'development') {
     devProvider = await createOidcProvider({
@@ -70,6 +80,7 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
       redirectUris: [`${config.consoleUrl}/`, config.consoleUrl, `${config.publicUrl}/`],
       users: DEV_USERS.map((u) => ({ ...u, groups: [...u.groups] })),
       allowTypedNames: true,
+      logger: log,
     });
   }
   const verifier = new OidcVerifier({
@@ -83,27 +94,17 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
       ? { userinfoUri: config.identity.userinfoUri }
       : {}),
   });
-  // Its log lines go to the app's logger, which exists by the time the keys are started.
   const sessionKeys = new SessionKeyStore({
     db: database.db,
     issuer: config.publicUrl,
     rotationHours: config.sessionKeyRotationHours,
-    log: {
-      info: (fields, msg) => app.log.info(fields, msg),
-      error: (fields, msg) => app.log.error(fields, msg),
-    },
+    log,
   });
-  // Signalling (`/ws`): its log lines go to the app's logger too.
   const signalling = new SignallingServer({
     db: database.db,
     verifySessionToken: (token) => sessionKeys.verify(token),
     devOpenEnrolment: config.devOpenEnrolment,
-    logger: {
-      debug: (fields, msg) => app.log.debug(fields, msg),
-      info: (fields, msg) => app.log.info(fields, msg),
-      warn: (fields, msg) => app.log.warn(fields, msg),
-      error: (fields, msg) => app.log.error(fields, msg),
-    },
+    logger: log,
   });
   const app = await buildApp({
     config,
@@ -112,14 +113,13 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
     sessionKeys,
     signalling,
     invitationProvider: invitationProviderFor(config.invitationProvider),
-    mail: logMailer((fields, msg) => app.log.info(fields, msg)),
+    mail: logMailer(log),
     ...(devProvider === undefined ? {} : { devProvider }),
-    logger: loggerOptions(config),
+    logger: log,
   });
   signalling.attach(app.server);
   // Before the HTTP server closes: every signalling connection is told to reconnect elsewhere (1001).
   app.addHook('preClose', () => signalling.close());
-  const log = app.log;
   log.info(
     {
       database:
@@ -159,6 +159,7 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
     database,
     devProvider,
     address,
+    log,
     async close() {
       await app.close();
       await sessionKeys.close();

@@ -178,12 +178,12 @@ describe('svc-cloud (the real command)', () => {
 
     const { stdout, stderr } = cloud!.output();
     const log = `${stdout}\n${stderr}`;
-    // The log (pino writes it asynchronously, so it is complete only now) says loudly that anyone
-    // can sign in as anyone, and it did record these requests (so the scan below looks at something).
-    expect(stdout).toMatch(/embedded DEVELOPMENT identity provider/);
-    expect(stdout).toContain('"url":"/api/v1/me"');
-    expect(stdout).toContain('"url":"/api/v1/no-such-endpoint"');
-    expect(stdout).toMatch(/"statusCode":401/);
+    // The log (complete only now the process has ended) says loudly that anyone can sign in as
+    // anyone, and it did record these requests (so the scan below looks at something).
+    expect(log).toMatch(/embedded DEVELOPMENT identity provider/);
+    expect(log).toContain('"url":"/api/v1/me"');
+    expect(log).toContain('"url":"/api/v1/no-such-endpoint"');
+    expect(log).toMatch(/"statusCode":401/);
     for (const secret of [accessToken, idToken, forged]) {
       expect(log).not.toContain(secret);
       // No fragment of a JWT either (header, payload or signature part).
@@ -192,6 +192,20 @@ describe('svc-cloud (the real command)', () => {
     expect(log).not.toMatch(/bearer /i);
     expect(log).not.toMatch(/access_token=|id_token=/);
     expect(log).not.toMatch(/x-svc-id-token/i);
+  });
+
+  it('writes its log as JSON lines on stderr (not a terminal), stdout holding its own output only', () => {
+    const { stdout, stderr } = cloud!.output();
+    expect(stdout).toMatch(/^svc-cloud listening on \S+ \(public URL \S+\)\n$/);
+    const lines = stderr
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: number; name: string; msg: string });
+    expect(lines.find((line) => /embedded DEVELOPMENT identity provider/.test(line.msg))).toMatchObject({
+      level: 40,
+      name: 'svc-cloud',
+    });
+    expect(lines.find((line) => line.msg === 'svc-cloud stopping')).toMatchObject({ level: 30 });
   });
 
   it('exits non-zero naming the variable when the configuration is bad', async () => {

@@ -1,5 +1,6 @@
+import { redactUrl } from '@svc/runtime';
 import { describe, expect, it } from 'vitest';
-import { hashSecret, newSecret, redactUrl } from '../src/db/index.js';
+import { hashSecret, newSecret } from '../src/db/index.js';
 
 describe('hashSecret', () => {
   it('is the SHA-256 of the UTF-8 text, in lowercase hex', () => {
@@ -28,13 +29,11 @@ describe('newSecret', () => {
   });
 });
 
-describe('redactUrl', () => {
-  it('masks the password and password parameters, and keeps the rest', () => {
-    expect(redactUrl('postgres://svc:s3cret@db.example:5432/svc')).toBe(
-      'postgres://svc:***@db.example:5432/svc',
-    );
-    expect(redactUrl('postgresql://svc@db.example/svc?sslmode=require&password=s3cret')).toBe(
-      'postgresql://svc@db.example/svc?sslmode=require&password=***',
+describe('redactUrl on database URLs (the one redaction of @svc/runtime)', () => {
+  it('masks the credentials and password parameters, and keeps the rest', () => {
+    expect(redactUrl('postgres://svc:s3cret@db.example:5432/svc')).toBe('postgres://***@db.example:5432/svc');
+    expect(redactUrl('postgresql://db.example/svc?sslmode=require&password=s3cret&sslpassword=k3y')).toBe(
+      'postgresql://db.example/svc?sslmode=require&password=***&sslpassword=***',
     );
     expect(redactUrl('postgres://db.example/svc')).toBe('postgres://db.example/svc');
   });

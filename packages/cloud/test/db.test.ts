@@ -398,7 +398,7 @@ describe('openDatabase errors', () => {
     );
     expect(isDatabaseError(err, 'database-unreachable')).toBe(true);
     const message = (err as Error).message;
-    expect(message).toContain(`postgres://svc:***@127.0.0.1:${port}/svc`);
+    expect(message).toContain(`postgres://***@127.0.0.1:${port}/svc`);
     expect(message).toMatch(/ECONNREFUSED/);
     expect(printed(err)).not.toContain('pa55-w0rd');
   });
@@ -416,7 +416,7 @@ describe('openDatabase errors', () => {
   it('refuses a URL that is not PostgreSQL with invalid-url, without the password', async () => {
     const err = await openDatabase({ url: 'mysql://svc:pa55-w0rd@db.example/svc' }).catch((e: unknown) => e);
     expect(isDatabaseError(err, 'invalid-url')).toBe(true);
-    expect((err as Error).message).toContain('mysql://svc:***@db.example/svc');
+    expect((err as Error).message).toContain('mysql://***@db.example/svc');
     expect(printed(err)).not.toContain('pa55-w0rd');
     for (const url of ['postgres://svc:pa55-w0rd@[::1/svc', 'postgres://svc:pa55-w0rd@/svc']) {
       const garbled = await openDatabase({ url }).catch((e: unknown) => e);

@@ -78,6 +78,8 @@ describe('OidcVerifier discovery', () => {
         issuer: idp.issuer,
         audience: idp.audience,
         clientId: idp.clientId,
+        // One attempt per request, so the first request fails with the discovery it needs.
+        attempts: 1,
         fetch: (input, init) => {
           if (failNext && String(input).endsWith('/.well-known/openid-configuration')) {
             failNext = false;
@@ -148,6 +150,78 @@ describe('OidcVerifier discovery', () => {
     }
   });
 
+  it('asks again after a network error or a 5xx answer, and answers the request', async () => {
+    const idp = await startTestProvider();
+    const { accessToken } = await idp.login({ sub: 'user-alice' });
+    // Between the verifier and the provider, a proxy whose first answer to each path fails: the
+    // discovery request loses its connection, the JWKS request gets a 503.
+    const seen = new Map<string, number>();
+    const proxy = await serve((req, res) => {
+      const path = req.url ?? '/';
+      const count = (seen.get(path) ?? 0) + 1;
+      seen.set(path, count);
+      if (count === 1 && path.endsWith('/.well-known/openid-configuration')) req.socket.destroy();
+      else if (count === 1) json(res, 503, { error: 'temporarily_unavailable' });
+      else {
+        fetch(new URL(path, idp.baseUrl)).then(
+          async (answer) => json(res, answer.status, await answer.json()),
+          () => res.writeHead(502).end(),
+        );
+      }
+    });
+    const providerOrigin = new URL(idp.baseUrl).origin;
+    try {
+      const verifier = new OidcVerifier({
+        issuer: idp.issuer,
+        audience: idp.audience,
+        clientId: idp.clientId,
+        // No wait between attempts: nothing here depends on time passing.
+        retryBackoff: { baseMs: 1, capMs: 1 },
+        fetch: (input, init) => fetch(String(input).replace(providerOrigin, proxy.origin), init),
+      });
+
+      await expect(verifier.verifyAccessToken(accessToken)).resolves.toMatchObject({ sub: 'user-alice' });
+      expect(seen).toEqual(
+        new Map([
+          [new URL(`${idp.baseUrl}/.well-known/openid-configuration`).pathname, 2],
+          [new URL(idp.jwksUri).pathname, 2],
+        ]),
+      );
+    } finally {
+      await proxy.close();
+      await idp.close();
+    }
+  });
+
+  it('never asks again after a 4xx answer, and gives up after its attempts on a provider that keeps failing', async () => {
+    let requests = 0;
+    const failing = await serve((req, res) => {
+      requests += 1;
+      const mode = (req.url ?? '').split('/')[1];
+      json(res, mode === 'gone' ? 404 : 500, { error: 'no' });
+    });
+    try {
+      const make = (mode: string) =>
+        new OidcVerifier({
+          issuer: `${failing.origin}/${mode}`,
+          audience: 'https://api.svc.test',
+          clientId: 'console',
+          attempts: 2,
+          retryBackoff: { baseMs: 1, capMs: 1 },
+        });
+      expect(await codeOf(make('gone').verifyAccessToken('eyJhbGciOiJFUzI1NiJ9.e30.c2ln'))).toBe(
+        'discovery-failed',
+      );
+      expect(requests).toBe(1);
+      expect(await codeOf(make('broken').verifyAccessToken('eyJhbGciOiJFUzI1NiJ9.e30.c2ln'))).toBe(
+        'discovery-failed',
+      );
+      expect(requests).toBe(3);
+    } finally {
+      await failing.close();
+    }
+  });
+
   it('refuses options that cannot work, naming the option', () => {
     const base = { issuer: 'https://id.example.test', audience: 'https://api', clientId: 'console' };
 
@@ -155,5 +229,6 @@ describe('OidcVerifier discovery', () => {
     expect(() => new OidcVerifier({ ...base, jwksUri: 'ftp://id.example.test/jwks' })).toThrow(/jwksUri/);
     expect(() => new OidcVerifier({ ...base, audience: '' })).toThrow(/audience/);
     expect(() => new OidcVerifier({ ...base, clockToleranceSec: -1 })).toThrow(/clockToleranceSec/);
+    expect(() => new OidcVerifier({ ...base, attempts: 0 })).toThrow(/attempts/);
   });
 });

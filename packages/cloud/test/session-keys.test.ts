@@ -4,6 +4,7 @@
  * (svc-cloud nodes) sharing one database, and the audit batcher's retry after a failed write.
  */
 import { randomUUID } from 'node:crypto';
+import { FakeClock } from '@svc/runtime/testing';
 import { eq, sql } from 'drizzle-orm';
 import {
   calculateJwkThumbprint,
@@ -16,13 +17,14 @@ import {
   jwtVerify,
   SignJWT,
 } from 'jose';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AuditBatcher } from '../src/audit/index.js';
 import { auditLog, type CloudDb, sessionSigningKeys } from '../src/db/index.js';
 import {
   isSessionTokenError,
   KEY_EXPIRY_MARGIN_MS,
   NEXT_KEY_LEAD_MS,
+  SESSION_KEY_REFRESH_MS,
   SessionKeyStore,
   type SessionTokenClaims,
 } from '../src/sessions/index.js';
@@ -68,10 +70,15 @@ async function expectRejected(promise: Promise<unknown>, code: string): Promise<
 describe.each(databaseBackends)('session signing keys on $name', (backend) => {
   let test: TestDatabase;
   let db: CloudDb;
-  let now: number;
+  /** The stores' clock: the tests set its wall time; its timers never fire. */
+  let clock: FakeClock;
+  /** The wall time the stores read. */
+  const now = (): number => clock.wallNow();
+  /** Sets the wall time the stores read. */
+  const setNow = (ms: number): void => clock.stepWallClock(ms - now());
   const stores: SessionKeyStore[] = [];
   const open = (rotationHours = 24): SessionKeyStore => {
-    const store = new SessionKeyStore({ db, issuer: ISSUER, rotationHours, now: () => now });
+    const store = new SessionKeyStore({ db, issuer: ISSUER, rotationHours, clock });
     stores.push(store);
     return store;
   };
@@ -80,7 +87,7 @@ describe.each(databaseBackends)('session signing keys on $name', (backend) => {
   beforeEach(async () => {
     test = await backend.create();
     db = test.database.db;
-    now = T0;
+    clock = new FakeClock(0, T0);
   });
   afterEach(async () => {
     await Promise.all(stores.splice(0).map((s) => s.close()));
@@ -109,9 +116,9 @@ describe.each(databaseBackends)('session signing keys on $name', (backend) => {
     });
     expect(await calculateJwkThumbprint({ kty: 'EC', crv: 'P-256', x: key!.x!, y: key!.y! })).toBe(key!.kid);
 
-    const claims = { ...claimsAt(now), act: 'customer-user-7', org: randomUUID() };
+    const claims = { ...claimsAt(now()), act: 'customer-user-7', org: randomUUID() };
     const token = await store.sign(claims);
-    const { payload, protectedHeader } = await verifyAsRobot(token, jwks, now);
+    const { payload, protectedHeader } = await verifyAsRobot(token, jwks, now());
     expect(protectedHeader).toEqual({ alg: 'ES256', kid: key!.kid, typ: 'svc-session+jwt' });
     expect(payload).toEqual({ ...claims, iss: ISSUER });
     expect(await store.verify(token, { audience: 'robot-1' })).toEqual({ ...claims, iss: ISSUER });
@@ -120,7 +127,7 @@ describe.each(databaseBackends)('session signing keys on $name', (backend) => {
   it('refuses tokens that are not its own, for another robot, expired, or not ES256', async () => {
     const store = open();
     await store.start();
-    const token = await store.sign(claimsAt(now, 60));
+    const token = await store.sign(claimsAt(now(), 60));
     const kid = decodeProtectedHeader(token).kid!;
 
     await expectRejected(store.verify(token, { audience: 'robot-2' }), 'claim-invalid');
@@ -133,7 +140,7 @@ describe.each(databaseBackends)('session signing keys on $name', (backend) => {
 
     // A foreign key claiming the store's kid, and a foreign key with a kid of its own.
     const foreign = await generateKeyPair('ES256');
-    const forge = (header: Record<string, unknown>, claims: Record<string, unknown> = claimsAt(now)) =>
+    const forge = (header: Record<string, unknown>, claims: Record<string, unknown> = claimsAt(now())) =>
       new SignJWT({ ...claims, iss: ISSUER })
         .setProtectedHeader({ alg: 'ES256', typ: 'svc-session+jwt', ...header })
         .sign(foreign.privateKey);
@@ -147,23 +154,23 @@ describe.each(databaseBackends)('session signing keys on $name', (backend) => {
     const ownSigned = (header: Record<string, unknown>, claims: Record<string, unknown>) =>
       new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid, ...header }).sign(ownKey);
     await expectRejected(
-      store.verify(await ownSigned({ typ: 'JWT' }, { ...claimsAt(now), iss: ISSUER })),
+      store.verify(await ownSigned({ typ: 'JWT' }, { ...claimsAt(now()), iss: ISSUER })),
       'token-invalid',
     );
     await expectRejected(
       store.verify(
-        await ownSigned({ typ: 'svc-session+jwt' }, { ...claimsAt(now), iss: 'https://evil.test' }),
+        await ownSigned({ typ: 'svc-session+jwt' }, { ...claimsAt(now()), iss: 'https://evil.test' }),
       ),
       'claim-invalid',
     );
     await expectRejected(
       store.verify(
-        await ownSigned({ typ: 'svc-session+jwt' }, { ...claimsAt(now), iss: ISSUER, scope: 'admin' }),
+        await ownSigned({ typ: 'svc-session+jwt' }, { ...claimsAt(now()), iss: ISSUER, scope: 'admin' }),
       ),
       'claim-invalid',
     );
     // HS256 with the public key as secret, and alg none.
-    const hs = await new SignJWT({ ...claimsAt(now), iss: ISSUER })
+    const hs = await new SignJWT({ ...claimsAt(now()), iss: ISSUER })
       .setProtectedHeader({ alg: 'HS256', kid, typ: 'svc-session+jwt' })
       .sign(new TextEncoder().encode(JSON.stringify(store.jwks().keys[0])));
     await expectRejected(store.verify(hs), 'token-invalid');
@@ -171,85 +178,101 @@ describe.each(databaseBackends)('session signing keys on $name', (backend) => {
     await expectRejected(store.verify(none), 'token-invalid');
 
     // Valid until exp, then expired.
-    now += 59_000;
+    clock.stepWallClock(59_000);
     expect((await store.verify(token)).jti).toBeDefined();
-    now += 2_000;
+    clock.stepWallClock(2_000);
     await expectRejected(store.verify(token), 'token-expired');
   });
 
   it('refuses to sign a token that outlives the longest lifetime', async () => {
     const store = open();
     await store.start();
-    await expect(store.sign(claimsAt(now, 901))).rejects.toThrow(TypeError);
-    await expect(store.sign({ ...claimsAt(now), exp: Math.floor(now / 1000) - 1 })).rejects.toThrow(
+    await expect(store.sign(claimsAt(now(), 901))).rejects.toThrow(TypeError);
+    await expect(store.sign({ ...claimsAt(now()), exp: Math.floor(now() / 1000) - 1 })).rejects.toThrow(
       TypeError,
     );
-    expect(await store.sign(claimsAt(now, 900))).toMatch(/^ey/);
+    expect(await store.sign(claimsAt(now(), 900))).toMatch(/^ey/);
   });
 
   it('rotates: the next key is published before it signs, the old one stays until its tokens expire', async () => {
     const store = open();
     await store.start();
     const [first] = await rows();
-    const oldToken = await store.sign(claimsAt(now, 900));
+    const oldToken = await store.sign(claimsAt(now(), 900));
     const kidOf = (token: string) => decodeProtectedHeader(token).kid;
     expect(kidOf(oldToken)).toBe(first!.kid);
 
     // A timer tick well before retirement changes nothing.
-    now = T0 + 12 * HOUR;
+    setNow(T0 + 12 * HOUR);
     await store.refresh();
     expect(await rows()).toHaveLength(1);
 
     // Within the lead time the next key is made and published, but the first still signs.
-    now = first!.retiresAt.getTime() - NEXT_KEY_LEAD_MS + 60_000;
+    setNow(first!.retiresAt.getTime() - NEXT_KEY_LEAD_MS + 60_000);
     await store.refresh();
     const both = await rows();
     expect(both).toHaveLength(2);
     const second = both.find((r) => r.kid !== first!.kid)!;
     expect(store.jwks().keys.map((k) => k.kid)).toEqual([second.kid, first!.kid]);
-    expect(kidOf(await store.sign(claimsAt(now)))).toBe(first!.kid);
+    expect(kidOf(await store.sign(claimsAt(now())))).toBe(first!.kid);
 
     // Past the first key's retirement the second signs; a token of the first still verifies.
-    now = first!.retiresAt.getTime() + 1_000;
-    const newToken = await store.sign(claimsAt(now, 300));
+    setNow(first!.retiresAt.getTime() + 1_000);
+    const newToken = await store.sign(claimsAt(now(), 300));
     expect(kidOf(newToken)).toBe(second.kid);
     const lastOfFirst = await (async () => {
       // Signed by the first key just before it retired, with the longest lifetime.
-      const saved = now;
-      now = first!.retiresAt.getTime() - 1_000;
-      const token = await store.sign(claimsAt(now, 900));
-      now = saved;
+      const saved = now();
+      setNow(first!.retiresAt.getTime() - 1_000);
+      const token = await store.sign(claimsAt(now(), 900));
+      setNow(saved);
       return token;
     })();
     expect(kidOf(lastOfFirst)).toBe(first!.kid);
-    now = first!.retiresAt.getTime() + 890_000;
+    setNow(first!.retiresAt.getTime() + 890_000);
     await store.refresh();
     const jwks = store.jwks();
     expect(jwks.keys.map((k) => k.kid)).toEqual([second.kid, first!.kid]);
-    await verifyAsRobot(lastOfFirst, jwks, now);
+    await verifyAsRobot(lastOfFirst, jwks, now());
     expect((await store.verify(lastOfFirst)).jti).toBeDefined();
 
     // After the first key's expiresAt it is unpublished and its row deleted.
-    now = first!.expiresAt.getTime();
+    setNow(first!.expiresAt.getTime());
     expect(store.jwks().keys.map((k) => k.kid)).toEqual([second.kid]);
     await store.refresh();
     expect((await rows()).map((r) => r.kid)).toEqual([second.kid]);
     await expectRejected(store.verify(oldToken), 'unknown-key');
-    await verifyAsRobot(await store.sign(claimsAt(now)), store.jwks(), now);
+    await verifyAsRobot(await store.sign(claimsAt(now())), store.jwks(), now());
+  });
+
+  it("reloads its keys on its clock's timer, once a refresh interval", async () => {
+    const store = open();
+    await store.start();
+    const refresh = vi.spyOn(store, 'refresh');
+    clock.advance(SESSION_KEY_REFRESH_MS - 1);
+    expect(refresh).not.toHaveBeenCalled();
+    clock.advance(1);
+    expect(refresh).toHaveBeenCalledTimes(1);
+    await refresh.mock.results[0]!.value;
+    clock.advance(SESSION_KEY_REFRESH_MS);
+    expect(refresh).toHaveBeenCalledTimes(2);
+    await store.close();
+    clock.advance(SESSION_KEY_REFRESH_MS);
+    expect(refresh).toHaveBeenCalledTimes(2);
   });
 
   it('makes a new key at once when the clock jumped past every key, without waiting for the timer', async () => {
     const store = open(1);
     await store.start();
     const [first] = await rows();
-    now = T0 + 5 * HOUR;
-    const token = await store.sign(claimsAt(now));
+    setNow(T0 + 5 * HOUR);
+    const token = await store.sign(claimsAt(now()));
     const kid = decodeProtectedHeader(token).kid;
     expect(kid).not.toBe(first!.kid);
     const after = await rows();
     expect(after.map((r) => r.kid)).toEqual([kid]);
-    expect(after[0]!.retiresAt.getTime()).toBe(now + HOUR);
-    await verifyAsRobot(token, store.jwks(), now);
+    expect(after[0]!.retiresAt.getTime()).toBe(now() + HOUR);
+    await verifyAsRobot(token, store.jwks(), now());
   });
 
   it('several stores starting at once on one database create one key and sign with it', async () => {
@@ -259,11 +282,11 @@ describe.each(databaseBackends)('session signing keys on $name', (backend) => {
     expect(all).toHaveLength(1);
     for (const s of many) {
       expect(s.jwks().keys.map((k) => k.kid)).toEqual([all[0]!.kid]);
-      expect(decodeProtectedHeader(await s.sign(claimsAt(now))).kid).toBe(all[0]!.kid);
+      expect(decodeProtectedHeader(await s.sign(claimsAt(now()))).kid).toBe(all[0]!.kid);
     }
     // Past retirement, concurrent signers on every node still agree on one new key.
-    now = all[0]!.retiresAt.getTime() + 1;
-    const tokens = await Promise.all(many.map((s) => s.sign(claimsAt(now))));
+    setNow(all[0]!.retiresAt.getTime() + 1);
+    const tokens = await Promise.all(many.map((s) => s.sign(claimsAt(now()))));
     const kids = new Set(tokens.map((t) => decodeProtectedHeader(t).kid));
     expect(kids.size).toBe(1);
     expect(await rows()).toHaveLength(2);
@@ -281,8 +304,8 @@ describe.each(databaseBackends)('session signing keys on $name', (backend) => {
 
     const c = open();
     await c.start();
-    now = T0 + 25 * HOUR;
-    const token = await b.sign(claimsAt(now));
+    setNow(T0 + 25 * HOUR);
+    const token = await b.sign(claimsAt(now()));
     expect(decodeProtectedHeader(token).kid).not.toBe(kid);
     // `c` has not reloaded since: it does on the unknown kid.
     expect((await c.verify(token, { audience: 'robot-1' })).sub).toMatch(/^key:/);

@@ -3,12 +3,29 @@
  * PGlite and PostgreSQL: robot authentication and its denials, replacement, offers and the driver
  * slot, pilot tokens, limits, deadlines, presence in the robot API, revocation and deletion.
  */
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { FakeClock, flushMicrotasks, memoryLogger } from '@svc/runtime/testing';
 import { SIGNAL_SUBPROTOCOL } from '@svc/wire';
 import { and, eq } from 'drizzle-orm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { auditLog, type CloudDb, robots } from '../src/db/index.js';
-import { RobotKeyLoader } from '../src/signalling/index.js';
-import { databaseBackends } from './support/databases.js';
+import {
+  type ConnectionEvent,
+  type ConnectionState,
+  nextState,
+  type OpenState,
+  type PilotClaims,
+  RateBucket,
+  RobotKeyLoader,
+  RobotPresence,
+  SignalConnection,
+  SignallingServer,
+  type SignalSocket,
+  type VerifiedSessionToken,
+} from '../src/signalling/index.js';
+import { databaseBackends, type TestDatabase } from './support/databases.js';
 import { startTestProvider, type TestProvider } from './support/oidc.js';
 import {
   announcement,
@@ -17,6 +34,7 @@ import {
   robotAuth,
   type SignallingHarness,
   startSignalling,
+  TestSocket,
 } from './support/signalling.js';
 
 describe.each(databaseBackends)('signalling on $name', (backend) => {
@@ -524,11 +542,8 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
 describe.each(databaseBackends)('open dev enrolment on $name', (backend) => {
   let provider: TestProvider;
   let h: SignallingHarness;
-  /** Every log line signalling wrote, as JSON. */
-  const lines: string[] = [];
-  const capture = (level: string) => (fields: object, message: string) => {
-    lines.push(JSON.stringify({ level, ...fields, message }));
-  };
+  /** Every log line signalling wrote. */
+  const log = memoryLogger();
 
   beforeAll(async () => {
     provider = await startTestProvider();
@@ -536,14 +551,7 @@ describe.each(databaseBackends)('open dev enrolment on $name', (backend) => {
       backend,
       provider,
       env: { SVC_DEV_OPEN_ENROLMENT: '1' },
-      signalling: {
-        logger: {
-          debug: capture('debug'),
-          info: capture('info'),
-          warn: capture('warn'),
-          error: capture('error'),
-        },
-      },
+      signalling: { logger: log },
     });
   });
 
@@ -574,7 +582,7 @@ describe.each(databaseBackends)('open dev enrolment on $name', (backend) => {
     await pilot.socket.expect('offer');
     ok.close();
 
-    const all = lines.join('\n');
+    const all = log.records.map((record) => JSON.stringify(record)).join('\n');
     // The denials and the admission were logged...
     expect(all).toContain('bad-signature');
     expect(all).toContain('bad-token');
@@ -622,5 +630,412 @@ describe.each(databaseBackends)('open dev enrolment on $name', (backend) => {
     const closed = socket.closed;
     await h.signalling.close();
     expect((await closed).code).toBe(1001);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The connection's state machine: every transition, the refused ones, and late messages.
+
+/** A socket that records what the connection sends and how it closes it. */
+function fakeSocket(): SignalSocket & { sent: string[]; closes: { code: number; reason: string }[] } {
+  return {
+    readyState: 1,
+    OPEN: 1,
+    sent: [],
+    closes: [],
+    send(text) {
+      this.sent.push(text);
+    },
+    close(code, reason) {
+      this.closes.push({ code, reason });
+    },
+    terminate() {},
+  };
+}
+
+const PILOT: PilotClaims = {
+  robotId: 'amr-1',
+  sub: 'user:p',
+  scope: 'drive',
+  jti: 'jti-1',
+  exp: 2_000_000_000,
+};
+
+describe('the signalling connection state machine', () => {
+  const clock = new FakeClock(5_000);
+  const presence = () => new RobotPresence('amr-1', null, fakeConnection().conn, clock.wallNow());
+  const challenged: ConnectionState = { kind: 'challenged', nonce: 'n', deadline: 15_000 };
+  const authenticating = (role: 'robot' | 'pilot'): ConnectionState => ({
+    kind: 'authenticating',
+    role,
+    deadline: 15_000,
+  });
+
+  /** A connection on a fake socket, opened now on the fake clock, with the states it left. */
+  function fakeConnection() {
+    const socket = fakeSocket();
+    const left: OpenState[] = [];
+    const conn = new SignalConnection(socket, {
+      nonce: 'the-nonce',
+      now: clock.now(),
+      authTimeoutMs: 10_000,
+      rate: { perSecond: 20, burst: 40, closeAfterMs: 10_000 },
+      onClosed: (_conn, from) => left.push(from),
+    });
+    return { conn, socket, left };
+  }
+
+  describe('nextState', () => {
+    it('challenged --auth--> authenticating, keeping the deadline, for a robot or a pilot', () => {
+      expect(nextState(challenged, { type: 'auth', role: 'robot' })).toEqual(authenticating('robot'));
+      expect(nextState(challenged, { type: 'auth', role: 'pilot' })).toEqual(authenticating('pilot'));
+    });
+
+    it('authenticating a robot --admit-robot--> robot, with its presence', () => {
+      const online = presence();
+      expect(nextState(authenticating('robot'), { type: 'admit-robot', presence: online })).toEqual({
+        kind: 'robot',
+        presence: online,
+      });
+    });
+
+    it('authenticating a pilot --admit-pilot--> pilot, with its claims and no session yet', () => {
+      expect(nextState(authenticating('pilot'), { type: 'admit-pilot', claims: PILOT })).toEqual({
+        kind: 'pilot',
+        claims: PILOT,
+        sessions: new Set(),
+      });
+    });
+
+    it('every open state --close--> closed with the code; closing a closed one changes nothing', () => {
+      const open: ConnectionState[] = [
+        challenged,
+        authenticating('robot'),
+        { kind: 'robot', presence: presence() },
+        { kind: 'pilot', claims: PILOT, sessions: new Set(['s']) },
+      ];
+      for (const from of open) {
+        expect(nextState(from, { type: 'close', code: 4408 })).toEqual({ kind: 'closed', code: 4408 });
+      }
+      const closed: ConnectionState = { kind: 'closed', code: 4401 };
+      expect(nextState(closed, { type: 'close', code: 1000 })).toBe(closed);
+    });
+
+    it('has no other transition', () => {
+      const refused: [ConnectionState, ConnectionEvent][] = [
+        [challenged, { type: 'admit-robot', presence: presence() }],
+        [challenged, { type: 'admit-pilot', claims: PILOT }],
+        [authenticating('robot'), { type: 'auth', role: 'robot' }],
+        [authenticating('robot'), { type: 'admit-pilot', claims: PILOT }],
+        [authenticating('pilot'), { type: 'admit-robot', presence: presence() }],
+        [
+          { kind: 'robot', presence: presence() },
+          { type: 'auth', role: 'robot' },
+        ],
+        [
+          { kind: 'pilot', claims: PILOT, sessions: new Set() },
+          { type: 'admit-pilot', claims: PILOT },
+        ],
+        [
+          { kind: 'closed', code: 4401 },
+          { type: 'auth', role: 'pilot' },
+        ],
+        [
+          { kind: 'closed', code: 4401 },
+          { type: 'admit-robot', presence: presence() },
+        ],
+      ];
+      for (const [from, event] of refused)
+        expect([from.kind, event.type, nextState(from, event)]).toEqual([from.kind, event.type, undefined]);
+    });
+  });
+
+  describe('SignalConnection', () => {
+    it('starts challenged, with the auth deadline on its clock', () => {
+      const { conn } = fakeConnection();
+      expect(conn.state).toEqual({ kind: 'challenged', nonce: 'the-nonce', deadline: clock.now() + 10_000 });
+      expect(conn.isClosed).toBe(false);
+    });
+
+    it('hands out the nonce when authentication starts, and admits a robot', () => {
+      const { conn } = fakeConnection();
+      expect(conn.beginAuth('robot')).toBe('the-nonce');
+      expect(conn.state).toMatchObject({ kind: 'authenticating', role: 'robot' });
+      const online = new RobotPresence('amr-1', null, conn, clock.wallNow());
+      conn.admitRobot(online);
+      expect(conn.state).toEqual({ kind: 'robot', presence: online });
+    });
+
+    it('admits a pilot, whose offered sessions it forgets when told', () => {
+      const { conn } = fakeConnection();
+      conn.beginAuth('pilot');
+      const state = conn.admitPilot(PILOT);
+      state.sessions.add('s-1');
+      conn.forget('s-1');
+      expect(conn.state).toEqual({ kind: 'pilot', claims: PILOT, sessions: new Set() });
+    });
+
+    it('refuses a transition the state does not allow with a TypeError naming both', () => {
+      const { conn } = fakeConnection();
+      expect(() => conn.admitPilot(PILOT)).toThrow(
+        new TypeError('signalling connection: cannot admit a pilot when challenged'),
+      );
+      conn.beginAuth('robot');
+      expect(() => conn.beginAuth('robot')).toThrow(
+        new TypeError('signalling connection: cannot start authenticating when authenticating a robot'),
+      );
+      expect(() => conn.admitPilot(PILOT)).toThrow(
+        new TypeError('signalling connection: cannot admit a pilot when authenticating a robot'),
+      );
+      conn.close(4401, 'bad-signature');
+      expect(() => conn.admitRobot(presence())).toThrow(
+        new TypeError('signalling connection: cannot admit a robot when closed'),
+      );
+      // A refused transition changes nothing.
+      expect(conn.state).toEqual({ kind: 'closed', code: 4401 });
+    });
+
+    it('closes once: one close frame, the state it left reported once, nothing sent after', () => {
+      const { conn, socket, left } = fakeConnection();
+      conn.beginAuth('pilot');
+      conn.admitPilot(PILOT);
+      expect(conn.close(4408, 'nothing heard for three heartbeat periods')).toBe(true);
+      expect(conn.close(1001, 'server shutting down')).toBe(false);
+      conn.ended(1005);
+      conn.send({ type: 'robot-offline', robot_id: 'amr-1' });
+      expect(socket.closes).toEqual([{ code: 4408, reason: 'nothing heard for three heartbeat periods' }]);
+      expect(left).toEqual([{ kind: 'pilot', claims: PILOT, sessions: new Set() }]);
+      expect(socket.sent).toEqual([]);
+      expect(conn.state).toEqual({ kind: 'closed', code: 4408 });
+    });
+
+    it('is closed by the peer without a close frame of its own', () => {
+      const { conn, socket, left } = fakeConnection();
+      conn.ended(1006);
+      expect(conn.state).toEqual({ kind: 'closed', code: 1006 });
+      expect(socket.closes).toEqual([]);
+      expect(left).toEqual([{ kind: 'challenged', nonce: 'the-nonce', deadline: clock.now() + 10_000 }]);
+    });
+
+    it('denies: the denied message, then the close with the reason', () => {
+      const { conn, socket } = fakeConnection();
+      conn.deny('unknown-robot', 'x'.repeat(600), 4403);
+      expect(JSON.parse(socket.sent[0]!)).toMatchObject({ type: 'denied', reason: 'unknown-robot' });
+      expect(JSON.parse(socket.sent[0]!).message.length).toBeLessThanOrEqual(512);
+      expect(socket.closes).toEqual([{ code: 4403, reason: 'unknown-robot' }]);
+    });
+  });
+
+  describe('RateBucket on fake time', () => {
+    it('admits a burst, then the rate; drops the rest; says to close after a long run over the rate', () => {
+      const time = new FakeClock();
+      const bucket = new RateBucket({ perSecond: 20, burst: 40, closeAfterMs: 10_000 }, time.now());
+      const take = (n: number) => Array.from({ length: n }, () => bucket.take(time.now()));
+      expect(take(41)).toEqual([...Array(40).fill('admitted'), 'dropped']);
+      time.advance(500);
+      expect(take(11)).toEqual([...Array(10).fill('admitted'), 'dropped']);
+      // Still over the rate every half second: closed once the run lasts 10 s.
+      for (let i = 0; i < 18; i++) {
+        time.advance(500);
+        expect(take(11).at(-1)).toBe('dropped');
+      }
+      time.advance(500);
+      expect(take(11).at(-1)).toBe('over-too-long');
+    });
+
+    it('ends a run over the rate after a second without a dropped message', () => {
+      const time = new FakeClock();
+      const bucket = new RateBucket({ perSecond: 20, burst: 2, closeAfterMs: 1_500 }, time.now());
+      expect([bucket.take(0), bucket.take(0), bucket.take(0)]).toEqual(['admitted', 'admitted', 'dropped']);
+      time.advance(1_000);
+      expect(bucket.take(time.now())).toBe('admitted');
+      time.advance(1_000);
+      expect([bucket.take(time.now()), bucket.take(time.now()), bucket.take(time.now())]).toEqual([
+        'admitted',
+        'admitted',
+        'dropped',
+      ]);
+    });
+  });
+});
+
+/**
+ * A signalling server alone on 127.0.0.1 port 0, on fake time (its sweep timer fires as the test
+ * advances the clock), with a pilot token verifier the test answers for.
+ */
+async function startBareSignalling(db: CloudDb) {
+  const clock = new FakeClock(0, Date.now());
+  const log = memoryLogger();
+  const held = new Map<string, (claims: VerifiedSessionToken) => void>();
+  const askedFor = new Map<string, () => void>();
+  const claimsFor = (aud: string): VerifiedSessionToken => ({
+    sub: 'user:pilot',
+    aud,
+    scope: 'drive',
+    jti: randomUUID(),
+    exp: Math.floor(clock.wallNow() / 1000) + 300,
+  });
+  const signalling = new SignallingServer({
+    db,
+    devOpenEnrolment: false,
+    logger: log,
+    clock,
+    // `good:<robot>` verifies, `held:<name>` waits for `release(name)`, anything else is refused.
+    verifySessionToken: (token) => {
+      const [kind, value = ''] = token.split(':');
+      if (kind === 'good') return Promise.resolve(claimsFor(value));
+      if (kind === 'held') {
+        askedFor.get(value)?.();
+        return new Promise((resolve) => held.set(value, resolve));
+      }
+      return Promise.reject(
+        Object.assign(new Error('the signature does not verify'), { code: 'token-invalid' }),
+      );
+    },
+  });
+  const http = createServer();
+  signalling.attach(http);
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const url = `ws://127.0.0.1:${(http.address() as AddressInfo).port}/ws`;
+  const sockets: TestSocket[] = [];
+  return {
+    clock,
+    log,
+    signalling,
+    socket(): TestSocket {
+      const socket = new TestSocket(url);
+      sockets.push(socket);
+      return socket;
+    },
+    /** Resolves once the held token `name` is being verified (the connection is authenticating). */
+    asked(name: string): Promise<void> {
+      return new Promise((resolve) => askedFor.set(name, resolve));
+    },
+    /** Answers the held token `name` as verifying for `robotId`. */
+    release(name: string, robotId: string): void {
+      held.get(name)?.(claimsFor(robotId));
+    },
+    async pilot(token: string): Promise<{ socket: TestSocket; answer: Message }> {
+      const socket = this.socket();
+      await socket.expect('challenge');
+      socket.send({ type: 'auth', v: 2, token });
+      return { socket, answer: await socket.next() };
+    },
+    async close(): Promise<void> {
+      for (const socket of sockets) socket.close();
+      const closing = signalling.close();
+      clock.advance(2_000);
+      await closing;
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
+
+describe('signalling connections on fake time', () => {
+  let test: TestDatabase;
+  let bare: Awaited<ReturnType<typeof startBareSignalling>>;
+
+  beforeAll(async () => {
+    test = await databaseBackends[0]!.create();
+  });
+  afterAll(async () => {
+    await test?.dispose();
+  });
+  beforeEach(async () => {
+    bare = await startBareSignalling(test.database.db);
+  });
+  afterEach(async () => {
+    await bare?.close();
+  });
+
+  const enrolled = async (robotId: string) => {
+    const robot = newRobotIdentity(robotId);
+    await test.database.db.insert(robots).values({ robotId, orgId: null, publicKey: robot.publicKey });
+    return robot;
+  };
+
+  it('challenged -> authenticating -> robot: a robot that signs the challenge is online', async () => {
+    const robot = await enrolled(`fake-time-${randomUUID()}`);
+    const socket = bare.socket();
+    const challenge = await socket.expect('challenge');
+    socket.send(robotAuth(robot, challenge.nonce));
+    expect(await socket.next()).toMatchObject({ type: 'auth-ok', role: 'robot', robot_id: robot.robotId });
+    expect(bare.signalling.presenceOf(robot.robotId)?.online).toBe(true);
+  });
+
+  it('challenged -> authenticating -> pilot: a pilot whose token verifies is admitted', async () => {
+    const { answer } = await bare.pilot('good:amr-7');
+    expect(answer).toMatchObject({ type: 'auth-ok', role: 'pilot', robot_id: 'amr-7' });
+    expect(bare.signalling.stats()).toMatchObject({ connections: 1, pilots: 1 });
+  });
+
+  it('challenged -> closed: no auth within 10 s of the challenge (4408); an auth just before is in time', async () => {
+    const early = bare.socket();
+    const late = bare.socket();
+    await early.expect('challenge');
+    await late.expect('challenge');
+    bare.clock.advance(9_999);
+    early.send({ type: 'auth', v: 2, token: 'good:amr-7' });
+    expect(await early.next()).toMatchObject({ type: 'auth-ok' });
+    bare.clock.advance(1);
+    expect(await late.closed).toEqual({ code: 4408, reason: 'no auth within the deadline' });
+    await early.sync();
+  });
+
+  it('authenticating -> closed: the deadline passes while the token is checked (4408); its late answer is dropped', async () => {
+    const socket = bare.socket();
+    await socket.expect('challenge');
+    const asked = bare.asked('slow');
+    socket.send({ type: 'auth', v: 2, token: 'held:slow' });
+    await asked;
+    bare.clock.advance(10_000);
+    expect((await socket.closed).code).toBe(4408);
+    bare.release('slow', 'amr-7');
+    await flushMicrotasks();
+    expect(bare.signalling.stats().pilots).toBe(0);
+    expect(await socket.nextOrClose()).toBeUndefined();
+    expect(bare.log.records.filter((r) => r.level === 'error')).toEqual([]);
+  });
+
+  it('authenticating -> closed: a message before auth-ok breaks the protocol (4400)', async () => {
+    const socket = bare.socket();
+    await socket.expect('challenge');
+    socket.send({ type: 'auth', v: 2, token: 'held:pending' });
+    socket.send({ type: 'heartbeat' });
+    expect(await socket.closed).toMatchObject({ code: 4400 });
+  });
+
+  it('robot and pilot -> closed: nothing heard for three heartbeat periods (4408); the robot goes offline', async () => {
+    const robot = await enrolled(`fake-time-${randomUUID()}`);
+    const robotSocket = bare.socket();
+    robotSocket.send(robotAuth(robot, (await robotSocket.expect('challenge')).nonce));
+    await robotSocket.expect('auth-ok');
+    const { socket: pilot } = await bare.pilot(`good:${robot.robotId}`);
+    // Both were last heard at 0; the sweep runs every second.
+    bare.clock.advance(44_999);
+    await robotSocket.sync();
+    bare.clock.advance(89_000 - 44_999);
+    expect(await pilot.closed).toMatchObject({ code: 4408 });
+    expect(bare.signalling.presenceOf(robot.robotId)?.online).toBe(true);
+    bare.clock.advance(1_000);
+    expect(await robotSocket.closed).toMatchObject({ code: 4408 });
+    expect(bare.signalling.presenceOf(robot.robotId)).toBeUndefined();
+  });
+
+  it('closed: messages that arrive after a denial are ignored and counted', async () => {
+    const socket = bare.socket();
+    await socket.expect('challenge');
+    // Sent the moment the denial arrives, before the close frame behind it is read.
+    socket.ws.on('message', (data) => {
+      if (JSON.parse(String(data)).type === 'denied') {
+        socket.ws.send('{"type":"heartbeat"}');
+        socket.ws.send('{"type":"connect","robot_id":"amr-7"}');
+      }
+    });
+    socket.send({ type: 'auth', v: 2, token: 'forged' });
+    expect(await socket.next()).toMatchObject({ type: 'denied', reason: 'bad-token' });
+    expect(await socket.closed).toMatchObject({ code: 4401 });
+    expect(await socket.nextOrClose()).toBeUndefined();
+    expect(bare.signalling.stats().lateMessages).toBe(2);
   });
 });

@@ -1,3 +1,5 @@
+import { CodedError, codedErrorGuard } from '@svc/runtime';
+
 /**
  * Stable codes of {@link MediaError}. Callers branch on `code`, never on the message.
  *
@@ -34,17 +36,9 @@ export type MediaErrorCode =
   | 'closed';
 
 /** The one error class of `@svc/media`. Messages never contain credentials (URLs are redacted). */
-export class MediaError extends Error {
+export class MediaError extends CodedError<MediaErrorCode> {
   override readonly name = 'MediaError';
-  readonly code: MediaErrorCode;
-
-  constructor(code: MediaErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 /** True when `err` is a {@link MediaError}, optionally with the given code. */
-export function isMediaError(err: unknown, code?: MediaErrorCode): err is MediaError {
-  return err instanceof MediaError && (code === undefined || err.code === code);
-}
+export const isMediaError = codedErrorGuard(MediaError);

@@ -1,4 +1,11 @@
-import { type Logger, redactUrl, silentLogger } from '@svc/runtime';
+import {
+  type Clock,
+  type Logger,
+  redactUrl,
+  silentLogger,
+  systemClock,
+  type TimerHandle,
+} from '@svc/runtime';
 import { checkVideoInput, MJPEG_BANDWIDTH_WARNING, RTP_ENCODING_NAMES } from './codec.js';
 import { applyRtspCredentials } from './credentials.js';
 import { MediaError } from './errors.js';
@@ -42,6 +49,8 @@ export interface VideoIngestOptions {
    * the JavaScript heap) per access unit.
    */
   readonly lendAccessUnits?: boolean;
+  /** Time and timers (RTSP answers and retries, loss deadlines); the process's by default. */
+  readonly clock?: Clock;
   /** RTSP tuning passed to the source (timeouts, backoff), mostly for tests. */
   readonly rtsp?: {
     readonly timeoutMs?: number;
@@ -216,13 +225,15 @@ export class VideoIngest {
   readonly #pipeline: RtpPipeline;
   #udp: UdpRtpSource | undefined;
   #rtsp: RtspSource | undefined;
-  #tickTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #clock: Clock;
+  #tickTimer: TimerHandle | undefined;
   #stopped = false;
 
   private constructor(options: VideoIngestOptions, family: CodecFamily) {
     this.#options = options;
     this.family = family;
     this.#logger = options.logger ?? silentLogger;
+    this.#clock = options.clock ?? systemClock;
     this.#pipeline = new RtpPipeline({
       codec: options.codec,
       family,
@@ -249,6 +260,7 @@ export class VideoIngest {
       ingest.#udp = await UdpRtpSource.open({
         url: options.input,
         logger,
+        clock: ingest.#clock,
         onRtp: (p, at) => ingest.#handleRtp(p, at),
       });
     } else {
@@ -261,6 +273,7 @@ export class VideoIngest {
         url,
         transport: options.rtspTransport ?? 'tcp',
         logger,
+        clock: ingest.#clock,
         ...options.rtsp,
         onDescription: (media) => ingest.#describe(media),
         onRtp: (p, at) => ingest.#handleRtp(p, at),
@@ -285,7 +298,7 @@ export class VideoIngest {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    clearTimeout(this.#tickTimer);
+    this.#clock.clearTimeout(this.#tickTimer);
     await Promise.all([this.#udp?.close(), this.#rtsp?.stop()]);
   }
 
@@ -316,13 +329,13 @@ export class VideoIngest {
   #scheduleTick(): void {
     const deadline = this.#pipeline.nextDeadlineMs();
     if (deadline === undefined || this.#tickTimer !== undefined || this.#stopped) return;
-    this.#tickTimer = setTimeout(
+    this.#tickTimer = this.#clock.setTimeout(
       () => {
         this.#tickTimer = undefined;
-        this.#pipeline.handleTick(performance.now());
+        this.#pipeline.handleTick(this.#clock.now());
         this.#scheduleTick();
       },
-      Math.max(0, deadline - performance.now()),
+      Math.max(0, deadline - this.#clock.now()),
     );
   }
 }

@@ -1,4 +1,3 @@
-import { redactUrl } from '@svc/runtime';
 import { describe, expect, it } from 'vitest';
 import { applyRtspCredentials } from '../src/credentials.js';
 

@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Logger } from '@svc/runtime';
+import { memoryLogger } from '@svc/runtime/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitAnnexB } from '../src/annexb.js';
 import { isMediaError } from '../src/errors.js';
@@ -55,24 +55,6 @@ function depacketizer(options: Partial<H264DepacketizerOptions> = {}): H264Depac
 /** Feeds packets, all received at `atMs`; returns every access unit emitted. */
 function feed(d: H264Depacketizer, packets: readonly RtpPacket[], atMs = 0): AccessUnit[] {
   return packets.flatMap((packet) => d.handlePacket(packet, atMs));
-}
-
-interface Warning {
-  readonly obj: object;
-  readonly msg: string;
-}
-
-function recordingLogger(): Logger & { warnings: Warning[] } {
-  const warnings: Warning[] = [];
-  return {
-    warnings,
-    debug() {},
-    info() {},
-    warn(obj, msg) {
-      warnings.push({ obj, msg });
-    },
-    error() {},
-  };
 }
 
 /** FU-A packets of `nal` cut into `count` fragments. */
@@ -243,7 +225,7 @@ describe('H264Depacketizer: golden packets', () => {
   });
 
   it('skips FU-B, STAP-B, MTAP16 and MTAP24, counting each and warning once per kind', () => {
-    const logger = recordingLogger();
+    const logger = memoryLogger();
     const d = depacketizer({ logger });
     const unsupported = [
       [0x19, 0x00, 0x01, 0x00, 0x02, 0x41, 0x9a], // STAP-B: type 25, DON, one unit
@@ -259,7 +241,7 @@ describe('H264Depacketizer: golden packets', () => {
     }
     expect(d.stats.skipped).toMatchObject({ 'stap-b': 2, mtap16: 2, mtap24: 2, 'fu-b': 2 });
     expect(d.stats.droppedAccessUnits).toBe(8);
-    expect(logger.warnings.map((w) => (w.obj as { kind: string }).kind)).toEqual([
+    expect(logger.records.filter((r) => r.level === 'warn').map((r) => r.fields.kind)).toEqual([
       'stap-b',
       'mtap16',
       'mtap24',
@@ -352,7 +334,7 @@ describe('H264Depacketizer: golden packets', () => {
   });
 
   it('reset() drops the access unit in progress; reset(true) also forgets the parameter sets', () => {
-    const logger = recordingLogger();
+    const logger = memoryLogger();
     const d = depacketizer({ parameterSets: [SPS, PPS], logger });
     const [first] = fuA(IDR, 2);
     feed(d, [rtp(first!, { timestamp: 0 })]);
@@ -362,7 +344,9 @@ describe('H264Depacketizer: golden packets', () => {
     d.reset(true);
     const hard = feed(d, [rtp(IDR, { timestamp: 3000, marker: true })]);
     expect(hard.map((u) => u.data)).toEqual([annexB([IDR])]);
-    expect(logger.warnings.map((w) => w.msg)).toContain('keyframe without a parameter set, none cached');
+    expect(logger.records.filter((r) => r.level === 'warn').map((r) => r.message)).toContain(
+      'keyframe without a parameter set, none cached',
+    );
     expect(d.stats.droppedAccessUnits).toBe(0);
   });
 

@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Logger } from '@svc/runtime';
+import { memoryLogger } from '@svc/runtime/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitAnnexB } from '../src/annexb.js';
 import { isMediaError } from '../src/errors.js';
@@ -76,19 +76,6 @@ function ap(...nals: Uint8Array[]): Uint8Array {
     hex('6001'),
     ...nals.flatMap((nal) => [Uint8Array.of(nal.length >> 8, nal.length & 0xff), nal]),
   ]);
-}
-
-function recordingLogger(): Logger & { kinds: string[] } {
-  const kinds: string[] = [];
-  return {
-    kinds,
-    debug() {},
-    info() {},
-    warn(obj) {
-      kinds.push(String((obj as { kind?: unknown }).kind));
-    },
-    error() {},
-  };
 }
 
 describe('H265Depacketizer: golden packets', () => {
@@ -207,7 +194,7 @@ describe('H265Depacketizer: golden packets', () => {
   });
 
   it('skips PACI with a counted warning and drops its access unit', () => {
-    const logger = recordingLogger();
+    const logger = memoryLogger();
     const d = depacketizer({ logger });
     // PACI: payload header type 50 (0x64 0x01), then PHES fields and a payload
     for (const timestamp of [0, 3000]) {
@@ -215,7 +202,9 @@ describe('H265Depacketizer: golden packets', () => {
     }
     expect(d.stats.skipped.paci).toBe(2);
     expect(d.stats.droppedAccessUnits).toBe(2);
-    expect(logger.kinds).toEqual(['paci']);
+    expect(logger.records.filter((r) => r.level === 'warn').map((r) => String(r.fields.kind))).toEqual([
+      'paci',
+    ]);
   });
 
   it('prepends VPS, SPS and PPS from the SDP, in that order, to a CRA that lacks them', () => {

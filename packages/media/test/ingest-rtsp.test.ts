@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '@svc/runtime';
+import { memoryLogger } from '@svc/runtime/testing';
 import { decodeWithFfmpeg, type RunningRtspServer, startRtspServer } from '@svc/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VideoIngest, type VideoIngestOptions } from '../src/ingest.js';
@@ -34,12 +35,15 @@ afterAll(async () => {
   await Promise.all([open?.stop(), locked?.stop(), dir && rm(dir, { recursive: true, force: true })]);
 });
 
-/** A logger that keeps every line, to check what reaches the logs. */
-function capturingLogger(): Logger & { lines: string[] } {
-  const lines: string[] = [];
-  const keep = (level: string) => (obj: object, msg: string) =>
-    lines.push(`${level} ${msg} ${JSON.stringify(obj)}`);
-  return { lines, debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error') };
+/** A logger that keeps every line, to check what reaches the logs (redacted as every logger does). */
+function capturingLogger(): Logger & { readonly lines: string[] } {
+  const logger = memoryLogger();
+  return {
+    ...logger,
+    get lines() {
+      return logger.records.map((r) => `${r.level} ${r.message} ${JSON.stringify(r.fields)}`);
+    },
+  };
 }
 
 async function collect(options: Omit<VideoIngestOptions, 'onAccessUnit'>, frames: number) {

@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Logger } from '@svc/runtime';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { memoryLogger } from '@svc/runtime/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMediaError } from '../src/errors.js';
 import {
   JpegDepacketizer,
@@ -541,8 +541,7 @@ describe('JpegDepacketizer', () => {
   });
 
   it('skips undefined types, warning once per type', () => {
-    const warn = vi.fn();
-    const logger: Logger = { debug() {}, info() {}, warn, error() {} };
+    const logger = memoryLogger();
     const depacketizer = new JpegDepacketizer({ codec: 'mjpeg', logger });
     const frame = flatFrame({ type: 3, q: 50, scanBytesPerPacket: 10 });
     feed(depacketizer, framePackets(frame.payloads, 0));
@@ -552,8 +551,9 @@ describe('JpegDepacketizer', () => {
       droppedAccessUnits: 0,
       skipped: { 'unsupported-type': frame.payloads.length * 2 },
     });
-    expect(warn).toHaveBeenCalledTimes(1);
-    expect(warn.mock.calls[0]![0]).toEqual({ type: 3 });
+    const warnings = logger.records.filter((r) => r.level === 'warn');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.fields).toEqual({ type: 3 });
   });
 
   it('survives the first packet truncated at every offset', () => {

@@ -1,12 +1,12 @@
 import { createSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import { inspect } from 'node:util';
-import type { Logger } from '@svc/runtime';
+import { backoffDelayMs, type Logger, RECONNECT_BACKOFF, type TimerHandle } from '@svc/runtime';
+import { FakeClock, memoryLogger } from '@svc/runtime/testing';
 import { type RunningRtspServer, startRtspServer } from '@svc/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isMediaError, type MediaError, type MediaErrorCode } from '../src/errors.js';
 import {
-  backoffDelayMs,
   digestResponse,
   keepAliveIntervalMs,
   parseAuthenticateHeaders,
@@ -21,7 +21,6 @@ import {
   RtspSource,
   type RtspSourceState,
   type RtspSourceStateDetail,
-  type Scheduler,
   serializeRequest,
 } from '../src/rtsp/index.js';
 import type { SdpMedia } from '../src/sdp.js';
@@ -57,38 +56,40 @@ class Recorder<T> {
   }
 }
 
-/** A scheduler and clock under the test's control: timers run only when the test fires them. */
-class FakeClock implements Scheduler {
-  nowMs = 0;
-  #nextId = 1;
-  readonly #timers = new Map<number, { delayMs: number; callback: () => void }>();
+/**
+ * Fake time that also records the timers set: a test waits (sockets are real) until the code
+ * under test arms a timer, and fires the oldest timer of a given delay by moving time to it.
+ */
+class RecordingClock extends FakeClock {
   /** The delay of every timer ever set, in order: lets a test wait for a timer to be set. */
   readonly scheduled = new Recorder<number>();
+  readonly #live = new Map<TimerHandle, { readonly delayMs: number; readonly dueMs: number }>();
 
-  readonly now = (): number => this.nowMs;
-
-  setTimeout(callback: () => void, delayMs: number): unknown {
-    const id = this.#nextId++;
-    this.#timers.set(id, { delayMs, callback });
+  override setTimeout(callback: () => void, delayMs: number): TimerHandle {
+    const handle: TimerHandle = super.setTimeout(() => {
+      this.#live.delete(handle);
+      callback();
+    }, delayMs);
+    this.#live.set(handle, { delayMs, dueMs: this.now() + delayMs });
     this.scheduled.push(delayMs);
-    return id;
+    return handle;
   }
 
-  clearTimeout(handle: unknown): void {
-    this.#timers.delete(handle as number);
+  override clearTimeout(handle: TimerHandle | undefined): void {
+    if (handle !== undefined) this.#live.delete(handle);
+    super.clearTimeout(handle);
   }
 
   /** Delays of the timers waiting, in the order they were set. */
   pending(): number[] {
-    return [...this.#timers.values()].map((t) => t.delayMs);
+    return [...this.#live.values()].map((t) => t.delayMs);
   }
 
-  /** Runs (and removes) the oldest timer with this delay; false when there is none. */
+  /** Moves time to when the oldest timer with this delay is due, firing it; false when there is none. */
   fire(delayMs: number): boolean {
-    for (const [id, timer] of this.#timers) {
+    for (const timer of this.#live.values()) {
       if (timer.delayMs === delayMs) {
-        this.#timers.delete(id);
-        timer.callback();
+        this.advanceTo(timer.dueMs);
         return true;
       }
     }
@@ -96,17 +97,12 @@ class FakeClock implements Scheduler {
   }
 }
 
-/** A logger that keeps every line (fields and message) as text. */
-function capturingLogger(): { logger: Logger; lines: string[] } {
-  const lines: string[] = [];
-  const record =
-    (level: string) =>
-    (obj: object, msg: string): void => {
-      lines.push(`${level} ${JSON.stringify(obj)} ${msg}`);
-    };
+/** A logger that keeps every line; `lines()` gives them (fields and message) as text, redacted. */
+function capturingLogger(): { logger: Logger; lines: () => string[] } {
+  const logger = memoryLogger();
   return {
-    lines,
-    logger: { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') },
+    logger,
+    lines: () => logger.records.map((r) => `${r.level} ${JSON.stringify(r.fields)} ${r.message}`),
   };
 }
 
@@ -675,16 +671,16 @@ describe('keepAliveIntervalMs', () => {
   });
 });
 
-describe('backoffDelayMs', () => {
+describe("RtspSource's reconnect policy (RECONNECT_BACKOFF)", () => {
   it('draws uniformly below a ceiling that doubles from 500 ms up to 30 s', () => {
     const ceilings = Array.from(
       { length: 10 },
-      (_, attempt) => backoffDelayMs(attempt, () => 0.999_999_9) + 1,
+      (_, attempt) => backoffDelayMs(attempt, () => 0.999_999_9, RECONNECT_BACKOFF) + 1,
     );
     expect(ceilings).toEqual([500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000, 30_000]);
-    expect(backoffDelayMs(3, () => 0.5)).toBe(2000);
-    expect(backoffDelayMs(3, () => 0)).toBe(0);
-    expect(backoffDelayMs(1000, () => 0.5)).toBe(15_000);
+    expect(backoffDelayMs(3, () => 0.5, RECONNECT_BACKOFF)).toBe(2000);
+    expect(backoffDelayMs(3, () => 0, RECONNECT_BACKOFF)).toBe(0);
+    expect(backoffDelayMs(1000, () => 0.5, RECONNECT_BACKOFF)).toBe(15_000);
     expect(backoffDelayMs(2, () => 1, { baseMs: 100, capMs: 250 })).toBe(249);
   });
 });
@@ -822,7 +818,7 @@ describe('RtspClient authentication against GStreamer', () => {
       const { client, packets } = recordingClient({ url: withCredentials(server.url('/cam')), logger });
       await client.start();
       await packets.count(10);
-      expect(lines.filter((l) => l.includes('RTSP authenticating'))).toEqual([
+      expect(lines().filter((l) => l.includes('RTSP authenticating'))).toEqual([
         `debug {"scheme":"${used}","method":"DESCRIBE"} RTSP authenticating`,
       ]);
     },
@@ -839,7 +835,7 @@ describe('RtspClient authentication against GStreamer', () => {
     expect(error.message).toMatch(/rejected the credentials/);
     expect(error.message).toMatch(/SVC_RTSP_USER/);
     expect(error.message).toMatch(/SVC_RTSP_PASSWORD/);
-    for (const text of [inspect(error, { depth: 10 }), ...lines]) {
+    for (const text of [inspect(error, { depth: 10 }), ...lines()]) {
       expect(text).not.toContain(wrong);
       expect(text).not.toContain(encodeURIComponent(wrong));
       expect(text).not.toContain(url);
@@ -862,8 +858,8 @@ describe('RtspClient authentication against GStreamer', () => {
 
     // A good session over TCP and one over UDP, with keep-alives and TEARDOWN.
     for (const transport of ['tcp', 'udp'] as const) {
-      const clock = new FakeClock();
-      const { client, packets } = recordingClient({ url: secretUrl, logger, transport, scheduler: clock });
+      const clock = new RecordingClock();
+      const { client, packets } = recordingClient({ url: secretUrl, logger, transport, clock });
       await client.start();
       await packets.count(5);
       expect(clock.fire(30_000)).toBe(true); // a keep-alive
@@ -888,13 +884,13 @@ describe('RtspClient authentication against GStreamer', () => {
     await source.stop();
     for (const detail of states.items) if (detail?.error) messages.push(detail.error.message);
 
-    expect(lines.length).toBeGreaterThan(20);
-    for (const text of [...lines, ...messages]) {
+    expect(lines().length).toBeGreaterThan(20);
+    for (const text of [...lines(), ...messages]) {
       expect(text).not.toContain(password);
       expect(text).not.toContain(encodeURIComponent(password));
       expect(text).not.toContain(`${user}:`);
     }
-    expect(lines.some((l) => l.includes('rtsp://127.0.0.1'))).toBe(true);
+    expect(lines().some((l) => l.includes('rtsp://127.0.0.1'))).toBe(true);
   });
 });
 
@@ -978,10 +974,10 @@ describe('RtspClient against a fake camera', () => {
         hop1.url('/first'),
         hop1.url('/second'),
       ]);
-      const redirects = lines.filter((l) => l.includes('RTSP DESCRIBE redirected'));
+      const redirects = lines().filter((l) => l.includes('RTSP DESCRIBE redirected'));
       expect(redirects).toHaveLength(3);
       expect(redirects[2]).toContain(`"to":"${server.url('/real')}?token=***"`);
-      expect(lines.join('\n')).not.toContain('s3cr3t-token');
+      expect(lines().join('\n')).not.toContain('s3cr3t-token');
     } finally {
       await server.stop();
     }
@@ -1081,9 +1077,9 @@ describe('RtspClient against a fake camera', () => {
   });
 
   it('times out when the camera never answers', async () => {
-    const clock = new FakeClock();
+    const clock = new RecordingClock();
     const camera = await startFakeCamera(() => undefined);
-    const { client } = recordingClient({ url: camera.url('/a'), scheduler: clock, timeoutMs: 4321 });
+    const { client } = recordingClient({ url: camera.url('/a'), clock, timeoutMs: 4321 });
     const starting = client.start();
     await camera.requests.count(1);
     expect(clock.fire(4321)).toBe(true);
@@ -1093,9 +1089,9 @@ describe('RtspClient against a fake camera', () => {
   });
 
   it('sends GET_PARAMETER keep-alives every timeout/2 with the session id', async () => {
-    const clock = new FakeClock();
+    const clock = new RecordingClock();
     const camera = await startFakeCamera(scriptedCamera({ session: 'ABC123;timeout=10' }));
-    const { client } = recordingClient({ url: camera.url('/a'), scheduler: clock });
+    const { client } = recordingClient({ url: camera.url('/a'), clock });
     await client.start();
     expect(clock.pending()).toEqual([5000]);
     for (let round = 1; round <= 3; round++) {
@@ -1126,17 +1122,64 @@ describe('RtspClient against a fake camera', () => {
   });
 
   it('keeps alive with OPTIONS when the camera does not list GET_PARAMETER; default timeout 60 s', async () => {
-    const clock = new FakeClock();
+    const clock = new RecordingClock();
     const camera = await startFakeCamera(
       scriptedCamera({ public: 'OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN', session: 'S1' }),
     );
-    const { client } = recordingClient({ url: camera.url('/a'), scheduler: clock });
+    const { client } = recordingClient({ url: camera.url('/a'), clock });
     await client.start();
     expect(clock.pending()).toEqual([30_000]);
     clock.fire(30_000);
     await camera.requests.count(5);
     expect(camera.requests.items[4]).toMatchObject({ method: 'OPTIONS' });
     expect(camera.requests.items[4]?.headers.get('session')).toBe('S1');
+  });
+
+  it('goes idle → starting → playing → failed when the camera drops the connection, then closed on stop()', async () => {
+    const camera = await startFakeCamera(scriptedCamera());
+    const { client, errors } = recordingClient({ url: camera.url('/a') });
+    expect(client.state).toBe('idle');
+    const starting = client.start();
+    expect(client.state).toBe('starting');
+    await starting;
+    expect(client.state).toBe('playing');
+    const [socket] = camera.connections.items;
+    socket?.destroy();
+    await errors.count(1);
+    expect(client.state).toBe('failed');
+    // No TEARDOWN on a connection that is gone.
+    await client.stop();
+    expect(client.state).toBe('closed');
+    expect(camera.requests.items.map((r) => r.method)).not.toContain('TEARDOWN');
+  });
+
+  it('refuses start() after stop(), with a TypeError', async () => {
+    const { client } = recordingClient({ url: 'rtsp://127.0.0.1:1/never' });
+    await client.stop();
+    expect(client.state).toBe('closed');
+    await expect(client.start()).rejects.toThrow(TypeError);
+  });
+
+  it('ignores and counts packets that arrive while the session is closing', async () => {
+    const camera = await startFakeCamera(
+      scriptedCamera({
+        override: (request) => {
+          if (request.method !== 'TEARDOWN') return false;
+          // The camera is still sending when TEARDOWN reaches it.
+          request.socket.write(interleaved(0, rtpPacket(96, 7)));
+          request.socket.write(interleaved(0, rtpPacket(96, 8)));
+          reply(request, '200 OK');
+          return true;
+        },
+      }),
+    );
+    const { client, packets } = recordingClient({ url: camera.url('/a') });
+    await client.start();
+    expect(client.lateEvents).toBe(0);
+    await client.stop();
+    expect(packets.items).toHaveLength(0);
+    expect(client.packetsReceived).toBe(0);
+    expect(client.lateEvents).toBe(2);
   });
 
   it('reports a camera that drops the connection mid-stream through onError, once', async () => {
@@ -1318,13 +1361,12 @@ describe('RtspClient re-authentication', () => {
 describe('RtspSource with an injected clock', () => {
   it('retries with capped exponential backoff and full jitter', async () => {
     const port = await closedPort();
-    const clock = new FakeClock();
+    const clock = new RecordingClock();
     const states = new Recorder<[RtspSourceState, RtspSourceStateDetail | undefined]>();
     const draws = [0.999_999, 0.5, 0.25, 0.999_999, 0.1, 0.999_999, 0.999_999, 0.999_999];
     const source = new RtspSource({
       url: `rtsp://127.0.0.1:${port}/x`,
-      scheduler: clock,
-      now: clock.now,
+      clock,
       random: () => draws.shift() ?? 0,
       onStateChange: (state, detail) => states.push([state, detail]),
     });
@@ -1346,10 +1388,16 @@ describe('RtspSource with an injected clock', () => {
   });
 
   it('restarts a session that stops sending after stallTimeoutMs, and resets the backoff after a healthy session', async () => {
-    const clock = new FakeClock();
+    const clock = new RecordingClock();
     let mode: 'refuse' | 'serve' = 'refuse';
+    let cameraSocket: Socket | undefined;
     const camera = await startFakeCamera(
-      scriptedCamera({ afterPlay: (socket) => socket.write(interleaved(0, rtpPacket(96, 1))) }),
+      scriptedCamera({
+        afterPlay: (socket) => {
+          cameraSocket = socket;
+          socket.write(interleaved(0, rtpPacket(96, 1)));
+        },
+      }),
       (socket) => {
         if (mode === 'refuse') socket.destroy();
       },
@@ -1358,8 +1406,7 @@ describe('RtspSource with an injected clock', () => {
     const packets = new Recorder<Uint8Array>();
     const source = new RtspSource({
       url: camera.url('/a'),
-      scheduler: clock,
-      now: clock.now,
+      clock,
       random: () => 0.999_999,
       stallTimeoutMs: 5000,
       healthyAfterMs: 10_000,
@@ -1379,20 +1426,26 @@ describe('RtspSource with an injected clock', () => {
     expect(backoffs()).toEqual([499, 999, 1999]);
     await states.until((items) => items.some(([s]) => s === 'playing'));
     await packets.count(1);
-    // 12 s later (healthy for more than 10 s) with no packet since: the stall check fires.
-    clock.nowMs += 12_000;
-    expect(clock.fire(5000)).toBe(true);
+    // A packet every 4 s for 12 s keeps the session up (healthy for more than 10 s)...
+    for (let n = 2; n <= 4; n++) {
+      clock.advance(4000);
+      cameraSocket?.write(interleaved(0, rtpPacket(96, n)));
+      await packets.count(n);
+    }
+    expect(backoffs()).toHaveLength(3);
+    // ...then the camera stops sending: the stall check fires 5 s after the last packet.
+    clock.advance(5000);
     await states.until(() => backoffs().length === 4);
     const stall = states.items[states.items.length - 1]?.[1];
     expectCode(stall?.error, 'timeout');
-    expect(stall?.error?.message).toBe(`no RTP from ${camera.url('/a')} for 12000 ms`);
+    expect(stall?.error?.message).toBe(`no RTP from ${camera.url('/a')} for 5000 ms`);
     // The session had been healthy: back to the first ceiling.
     expect(backoffs()[3]).toBe(499);
     await source.stop();
   });
 
   it('re-arms the stall check while packets keep coming', async () => {
-    const clock = new FakeClock();
+    const clock = new RecordingClock();
     let cameraSocket: Socket | undefined;
     const camera = await startFakeCamera(
       scriptedCamera({
@@ -1405,8 +1458,7 @@ describe('RtspSource with an injected clock', () => {
     const packets = new Recorder<Uint8Array>();
     const source = new RtspSource({
       url: camera.url('/a'),
-      scheduler: clock,
-      now: clock.now,
+      clock,
       stallTimeoutMs: 5000,
       onStateChange: states.push,
       onRtp: packets.push,
@@ -1414,11 +1466,11 @@ describe('RtspSource with an injected clock', () => {
     sources.add(source);
     source.start();
     await states.until((items) => items.includes('playing'));
-    clock.nowMs = 3000;
+    clock.advance(3000);
     cameraSocket?.write(interleaved(0, rtpPacket(96, 1)));
     await packets.count(1);
-    clock.nowMs = 5000;
     expect(clock.fire(5000)).toBe(true);
+    expect(clock.now()).toBe(5000);
     // 2 s since the last packet: checked again 3 s later, still playing.
     expect(clock.pending()).toContain(3000);
     expect(states.items).toEqual(['connecting', 'playing']);

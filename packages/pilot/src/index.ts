@@ -7,18 +7,25 @@
  * @packageDocumentation
  */
 
+export { PilotConnection } from './connection/connection.js';
 export {
-  MAX_COMMAND_BYTES,
-  PilotConnection,
-  type PilotConnectionState,
+  PILOT_RECONNECT_BACKOFF,
+  type PilotChannelStats,
+  type PilotConnectionDependencies,
+  type PilotConnectionEvents,
   type PilotConnectionStats,
   type PilotConnectOptions,
   type PilotToken,
+  type PilotTransport,
   type RobotAddress,
   type RobotAddressSource,
-} from './connection.js';
+  type TransportFactory,
+} from './connection/options.js';
+export { MAX_COMMAND_BYTES } from './connection/session.js';
+export type { PilotConnectionState } from './connection/state.js';
 export {
   candidateUrl,
+  isOfferError,
   OfferError,
   type OfferErrorCode,
   type RequestOfferOptions,

@@ -1,3 +1,4 @@
+import { type Clock, CodedError, codedErrorGuard, systemClock } from '@svc/runtime';
 import {
   encodeSignalMessage,
   parseSignalServerMessage,
@@ -32,15 +33,12 @@ export type OfferErrorCode =
   | 'timeout';
 
 /** A failed {@link requestOffer}; `code` says which, the message what to do. */
-export class OfferError extends Error {
+export class OfferError extends CodedError<OfferErrorCode> {
   override readonly name = 'OfferError';
-  readonly code: OfferErrorCode;
-
-  constructor(code: OfferErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
+
+/** Whether `err` is an {@link OfferError}, optionally with one `code`. */
+export const isOfferError = codedErrorGuard(OfferError);
 
 /** Options of {@link requestOffer}. */
 export interface RequestOfferOptions {
@@ -53,6 +51,8 @@ export interface RequestOfferOptions {
   readonly timeoutMs?: number;
   /** WebSocket constructor (default the browser's). */
   readonly WebSocketImpl?: typeof WebSocket;
+  /** Timers for the time limit (default `systemClock`). */
+  readonly clock?: Clock;
 }
 
 /**
@@ -63,6 +63,7 @@ export interface RequestOfferOptions {
  */
 export function requestOffer(options: RequestOfferOptions): Promise<RobotOffer> {
   const Impl = options.WebSocketImpl ?? WebSocket;
+  const clock = options.clock ?? systemClock;
   return new Promise<RobotOffer>((resolve, reject) => {
     let settled = false;
     let socket: WebSocket;
@@ -77,12 +78,12 @@ export function requestOffer(options: RequestOfferOptions): Promise<RobotOffer> 
     const finish = (result: RobotOffer | OfferError) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       socket.close(1000);
       if (result instanceof OfferError) reject(result);
       else resolve(result);
     };
-    const timer = setTimeout(
+    const timer = clock.setTimeout(
       () => finish(new OfferError('timeout', 'the signalling server did not answer in time; try again')),
       options.timeoutMs ?? 10_000,
     );

@@ -31,7 +31,15 @@ export {
   type SimulcastLayer,
 } from './layer-selector.js';
 export { parityBytesPerFrame, parityKbpsFor } from './parity-budget.js';
-export { PARITY_FLOOR, QOS_PROFILES, type QosProfile, type QosProfileName, qosProfile } from './profiles.js';
+export {
+  DEFAULT_QOS_PROFILE,
+  PARITY_FLOOR,
+  QOS_PROFILE_NAMES,
+  QOS_PROFILES,
+  type QosProfile,
+  type QosProfileName,
+  qosProfile,
+} from './profiles.js';
 export { type BitrateRange, channelBitrateRange } from './range.js';
 export {
   LADDER_QUIET_RESET_MS,

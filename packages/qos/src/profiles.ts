@@ -1,7 +1,11 @@
-import type { ParityPolicy } from '@svc/wire';
+import { type ParityPolicy, QOS_PROFILE_NAMES, type QosProfileName } from '@svc/wire';
 
-/** The QoS profile names of the specification. */
-export type QosProfileName = 'latency' | 'balanced' | 'quality';
+// The names travel in control messages, so `@svc/wire` declares them; this module declares every
+// number of every profile. Both are part of this package's surface: import them from here.
+export { QOS_PROFILE_NAMES, type QosProfileName };
+
+/** The profile a robot uses when its configuration names none. */
+export const DEFAULT_QOS_PROFILE = 'balanced' satisfies QosProfileName;
 
 /** One profile's numbers (architecture page, "QoS profiles"). */
 export interface QosProfile {
@@ -33,7 +37,7 @@ const parity = (deltaPct: number, keyPct: number) => ({
   key: { rate: keyPct / 100, minPerBlock: PARITY_FLOOR },
 });
 
-/** The three profiles; `balanced` is the default. */
+/** The three profiles, by name ({@link DEFAULT_QOS_PROFILE} is the default). */
 export const QOS_PROFILES: Readonly<Record<QosProfileName, QosProfile>> = Object.freeze({
   latency: {
     name: 'latency',
@@ -73,13 +77,15 @@ export const QOS_PROFILES: Readonly<Record<QosProfileName, QosProfile>> = Object
   },
 });
 
-/** The profile called `name`; throws `TypeError` naming the valid names for any other value. */
+/**
+ * The profile called `name`.
+ *
+ * @throws TypeError naming the valid names, for any other value
+ */
 export function qosProfile(name: QosProfileName): QosProfile {
   const profile = Object.hasOwn(QOS_PROFILES, name) ? QOS_PROFILES[name] : undefined;
   if (profile === undefined) {
-    throw new TypeError(
-      `unknown QoS profile "${name}": expected one of ${Object.keys(QOS_PROFILES).join(', ')}`,
-    );
+    throw new TypeError(`unknown QoS profile "${name}": expected one of ${QOS_PROFILE_NAMES.join(', ')}`);
   }
   return profile;
 }

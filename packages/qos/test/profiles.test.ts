@@ -1,6 +1,6 @@
 import { parityCountFor } from '@svc/wire';
 import { describe, expect, it } from 'vitest';
-import { QOS_PROFILES, qosProfile } from '../src/index.js';
+import { DEFAULT_QOS_PROFILE, QOS_PROFILE_NAMES, QOS_PROFILES, qosProfile } from '../src/index.js';
 
 describe('QoS profiles', () => {
   it('carry the architecture page numbers', () => {
@@ -11,6 +11,12 @@ describe('QoS profiles', () => {
       ['balanced', 3000, 10_000, 100],
       ['quality', 6000, 4000, 150],
     ]);
+  });
+
+  it('exist for every name the control messages carry, in the same order, balanced by default', () => {
+    expect(Object.keys(QOS_PROFILES)).toEqual([...QOS_PROFILE_NAMES]);
+    for (const name of QOS_PROFILE_NAMES) expect(qosProfile(name).name).toBe(name);
+    expect(DEFAULT_QOS_PROFILE).toBe('balanced');
   });
 
   it('give small frames three parity chunks and large ones the profile rate', () => {

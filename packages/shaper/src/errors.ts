@@ -1,3 +1,5 @@
+import { CodedError, codedErrorGuard } from '@svc/runtime';
+
 /**
  * Stable codes of {@link ShaperError}. Callers branch on `code`, never on the message.
  *
@@ -19,24 +21,25 @@ export interface ShaperIssue {
 }
 
 /** The one error class of `@svc/shaper`. */
-export class ShaperError extends Error {
+export class ShaperError extends CodedError<ShaperErrorCode> {
   override readonly name = 'ShaperError';
-  readonly code: ShaperErrorCode;
   /** Every bad option, for `invalid-options`; empty otherwise. */
   readonly issues: readonly ShaperIssue[];
 
+  /**
+   * @param code - What went wrong, for callers to branch on.
+   * @param message - What went wrong, for people.
+   * @param options - `cause`: the error this one wraps; `issues`: each bad option.
+   */
   constructor(
     code: ShaperErrorCode,
     message: string,
     options?: { cause?: unknown; issues?: readonly ShaperIssue[] },
   ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.code = code;
+    super(code, message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.issues = options?.issues ?? [];
   }
 }
 
 /** True when `err` is a {@link ShaperError}, optionally with the given code. */
-export function isShaperError(err: unknown, code?: ShaperErrorCode): err is ShaperError {
-  return err instanceof ShaperError && (code === undefined || err.code === code);
-}
+export const isShaperError = codedErrorGuard(ShaperError);

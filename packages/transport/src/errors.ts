@@ -1,3 +1,5 @@
+import { CodedError, codedErrorGuard } from '@svc/runtime';
+
 /**
  * Stable codes of {@link TransportError}. Callers branch on `code`, never on the message.
  *
@@ -50,17 +52,9 @@ export type TransportErrorCode =
   | 'closed';
 
 /** The one error class of `@svc/transport`: bad bytes or rule breaks from the peer, or a closed handle. */
-export class TransportError extends Error {
+export class TransportError extends CodedError<TransportErrorCode> {
   override readonly name = 'TransportError';
-  readonly code: TransportErrorCode;
-
-  constructor(code: TransportErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 /** True when `err` is a {@link TransportError}, optionally with the given code. */
-export function isTransportError(err: unknown, code?: TransportErrorCode): err is TransportError {
-  return err instanceof TransportError && (code === undefined || err.code === code);
-}
+export const isTransportError = codedErrorGuard(TransportError);

@@ -10,7 +10,6 @@ export {
   PacedSendQueue,
   type PacedSendQueueOptions,
   type QueueOccupancy,
-  type Schedule,
   type SendQueueStats,
 } from './send-queue.js';
 export type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from './session.js';

@@ -1,5 +1,4 @@
-/** Schedules `fn` after `ms`; returns a function that cancels it. */
-export type Schedule = (fn: () => void, ms: number) => () => void;
+import { type Clock, systemClock, type TimerHandle } from '@svc/runtime';
 
 /** Options of {@link PacedSendQueue}. */
 export interface PacedSendQueueOptions {
@@ -16,10 +15,8 @@ export interface PacedSendQueueOptions {
   readonly timerTickMs?: number;
   /** A frame that would take the queue past this many bytes is refused whole (default 1 MiB). */
   readonly maxQueuedBytes?: number;
-  /** Monotonic clock in ms (default `performance.now`). */
-  readonly now?: () => number;
-  /** Timer (default `setTimeout`). */
-  readonly schedule?: Schedule;
+  /** Time and timers (default the process's, `systemClock`). */
+  readonly clock?: Clock;
 }
 
 /** How full the queue is. */
@@ -73,15 +70,14 @@ export class PacedSendQueue {
   readonly #tickMs: number;
   #burstBytes: number;
   readonly #maxQueuedBytes: number;
-  readonly #now: () => number;
-  readonly #schedule: Schedule;
+  readonly #clock: Clock;
   readonly #frames: QueuedFrame[] = [];
   #rateBytesPerMs: number;
   #tokens: number;
   #refilledAt: number;
   #queuedBytes = 0;
   #queuedDatagrams = 0;
-  #cancelTimer: (() => void) | undefined;
+  #timer: TimerHandle | undefined;
   #closed = false;
 
   constructor(options: PacedSendQueueOptions) {
@@ -91,17 +87,11 @@ export class PacedSendQueue {
     if (!(this.#tickMs > 0 && Number.isFinite(this.#tickMs)))
       throw new TypeError(`timerTickMs must be a positive number of ms, got ${this.#tickMs}`);
     this.#maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
-    this.#now = options.now ?? (() => performance.now());
-    this.#schedule =
-      options.schedule ??
-      ((fn, ms) => {
-        const timer = setTimeout(fn, ms);
-        return () => clearTimeout(timer);
-      });
+    this.#clock = options.clock ?? systemClock;
     this.#rateBytesPerMs = checkRate(options.rateBps);
     this.#burstBytes = Math.max(this.#minBurstBytes, this.#rateBytesPerMs * this.#tickMs);
     this.#tokens = this.#burstBytes;
-    this.#refilledAt = this.#now();
+    this.#refilledAt = this.#clock.now();
   }
 
   /** Bytes, datagrams and frames waiting. */
@@ -159,15 +149,15 @@ export class PacedSendQueue {
   /** Stops sending and forgets everything queued. */
   close(): void {
     this.#closed = true;
-    this.#cancelTimer?.();
-    this.#cancelTimer = undefined;
+    this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#frames.length = 0;
     this.#queuedBytes = 0;
     this.#queuedDatagrams = 0;
   }
 
   #pump(): void {
-    if (this.#cancelTimer !== undefined || this.#closed) return;
+    if (this.#timer !== undefined || this.#closed) return;
     this.#refill();
     while (this.#frames.length > 0) {
       const frame = this.#frames[0]!;
@@ -193,14 +183,16 @@ export class PacedSendQueue {
   }
 
   #wait(ms: number): void {
-    this.#cancelTimer = this.#schedule(() => {
-      this.#cancelTimer = undefined;
-      this.#pump();
-    }, ms);
+    this.#timer = this.#clock.setTimeout(this.#onTimer, ms);
   }
 
+  readonly #onTimer = (): void => {
+    this.#timer = undefined;
+    this.#pump();
+  };
+
   #refill(): void {
-    const now = this.#now();
+    const now = this.#clock.now();
     this.#tokens = Math.min(this.#burstBytes, this.#tokens + (now - this.#refilledAt) * this.#rateBytesPerMs);
     this.#refilledAt = now;
   }

@@ -1,64 +1,17 @@
 import 'reflect-metadata';
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import { FakeClock } from '@svc/runtime/testing';
 import { describe, expect, it } from 'vitest';
 import {
   type CertificateMaterial,
   CertificateRotation,
   createSelfSignedCertificate,
   MAX_PINNED_VALIDITY_MS,
-  type RotationClock,
   type SelfSignedCertificateOptions,
 } from '../src/cert/index.js';
 
 const DAY = 86_400_000;
-
-/** A clock whose time and timers move only when the test says so. */
-class ManualClock implements RotationClock {
-  #now: number;
-  #nextId = 1;
-  readonly #timers = new Map<number, { at: number; fn: () => void }>();
-
-  constructor(start: number) {
-    this.#now = start;
-  }
-
-  now(): number {
-    return this.#now;
-  }
-
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = this.#nextId++;
-    this.#timers.set(id, { at: this.#now + ms, fn });
-    return id;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.#timers.delete(handle as number);
-  }
-
-  /** Number of armed timers. */
-  get pending(): number {
-    return this.#timers.size;
-  }
-
-  /** Moves time forward by `ms`, firing every timer that falls due, in order. */
-  advance(ms: number): void {
-    if (ms < 0) throw new RangeError(`time cannot go back (${ms} ms)`);
-    const target = this.#now + ms;
-    for (;;) {
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const entry of this.#timers) {
-        if (entry[1].at <= target && (next === undefined || entry[1].at < next[1].at)) next = entry;
-      }
-      if (next === undefined) break;
-      this.#timers.delete(next[0]);
-      this.#now = Math.max(this.#now, next[1].at);
-      next[1].fn();
-    }
-    this.#now = target;
-  }
-}
 
 /** Resolves with the next (current, previous) pair given to `onRotate`. */
 function rotations(): {
@@ -166,7 +119,7 @@ describe('CertificateRotation', () => {
   const start = Date.UTC(2030, 5, 1);
 
   it('rotates at half the lifetime and announces the current and the previous hash until it expires', async () => {
-    const clock = new ManualClock(start);
+    const clock = new FakeClock(0, start);
     const seen = rotations();
     const rotation = await CertificateRotation.start({
       commonName: 'robot',
@@ -180,20 +133,20 @@ describe('CertificateRotation', () => {
       first.notBefore.getTime() + (first.notAfter.getTime() - first.notBefore.getTime()) / 2,
     );
 
-    clock.advance(rotation.nextRotationAt() - clock.now() - 1);
+    clock.advance(rotation.nextRotationAt() - clock.wallNow() - 1);
     expect(rotation.current()).toBe(first);
 
     clock.advance(1);
     const [second, previous] = await seen.next();
     expect(previous).toBe(first);
     expect(rotation.current()).toBe(second);
-    expect(second.notBefore.getTime()).toBe(clock.now() - 60_000);
+    expect(second.notBefore.getTime()).toBe(clock.wallNow() - 60_000);
     expect(rotation.hashes().map(hex)).toEqual([hex(second.sha256), hex(first.sha256)]);
     expect(rotation.previous()).toBe(first);
 
     // The next rotation follows the new certificate's own half-life, before the first expires.
     expect(rotation.nextRotationAt()).toBeLessThan(first.notAfter.getTime());
-    clock.advance(rotation.nextRotationAt() - clock.now() - 1);
+    clock.advance(rotation.nextRotationAt() - clock.wallNow() - 1);
     expect(rotation.hashes().map(hex)).toEqual([hex(second.sha256), hex(first.sha256)]);
     clock.advance(1);
     const [third, beforeThird] = await seen.next();
@@ -202,17 +155,17 @@ describe('CertificateRotation', () => {
 
     // Stopped, nothing rotates any more; an expired previous certificate is no longer announced.
     rotation.stop();
-    expect(clock.pending).toBe(0);
-    clock.advance(second.notAfter.getTime() - clock.now() - 1);
+    expect(clock.pendingTimers).toBe(0);
+    clock.advance(second.notAfter.getTime() - clock.wallNow() - 1);
     expect(rotation.hashes()).toHaveLength(2);
     clock.advance(1);
     expect(rotation.previous()).toBeUndefined();
     expect(rotation.hashes().map(hex)).toEqual([hex(third.sha256)]);
-    expect(clock.pending).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
   });
 
   it('retries a failed rotation after the retry delay and reports the failure', async () => {
-    const clock = new ManualClock(start);
+    const clock = new FakeClock(0, start);
     const seen = rotations();
     let reportFailure: (err: unknown) => void = () => {};
     const failure = new Promise<unknown>((resolve) => {
@@ -237,7 +190,7 @@ describe('CertificateRotation', () => {
     const first = rotation.current();
 
     failNext = true;
-    clock.advance(rotation.nextRotationAt() - clock.now());
+    clock.advance(rotation.nextRotationAt() - clock.wallNow());
     expect(await failure).toEqual(new Error('no entropy today'));
     expect(rotation.current()).toBe(first);
 
@@ -251,15 +204,15 @@ describe('CertificateRotation', () => {
   });
 
   it('rotates on demand, and stop() cancels the schedule', async () => {
-    const clock = new ManualClock(start);
+    const clock = new FakeClock(0, start);
     const rotation = await CertificateRotation.start({ commonName: 'robot', clock });
     const first = rotation.current();
     const [a, b] = await Promise.all([rotation.rotateNow(), rotation.rotateNow()]);
     expect(a).toBe(b);
     expect(rotation.previous()).toBe(first);
-    expect(clock.pending).toBe(1);
+    expect(clock.pendingTimers).toBe(1);
     rotation.stop();
-    expect(clock.pending).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
     await expect(rotation.rotateNow()).rejects.toThrow(/stopped/);
   });
 

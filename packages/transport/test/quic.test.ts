@@ -535,3 +535,60 @@ describe('QuicEndpoint', () => {
     expect(countResources('Immediate')).toBe(0);
   });
 });
+
+describe('QuicConnection life', () => {
+  it('stays established while closing, then closes once: close() again and late datagrams change nothing', async () => {
+    const { endpoint, errors } = await startEndpoint();
+    const serverSide = nextConnection(endpoint);
+    const client = await connect(endpoint);
+    const conn = await serverSide;
+    const serverClosed = closedInfo(conn);
+    expect(conn.established).toBe(true);
+    expect(conn.closed).toBe(false);
+
+    conn.close(0x100, 'bye');
+    conn.close(0x101, 'again');
+    expect(conn.established).toBe(true);
+    const info = await serverClosed;
+    expect(info).toMatchObject({ initiator: 'local', code: 0x100, reason: 'bye' });
+    await client.waitClosed();
+
+    expect(conn.closed).toBe(true);
+    expect(conn.established).toBe(true);
+    conn.close(0x102, 'after the end');
+    // A datagram that was already on its way when the connection closed.
+    conn.handlePacket(new Uint8Array(1200), { host: '127.0.0.1', port: 9 });
+    conn.handlePacket(new Uint8Array(40), { host: '127.0.0.1', port: 9 });
+    expect(conn.latePackets).toBe(2);
+    expect(conn.closeInfo).toEqual(info);
+    expect(conn.maxDatagramSize()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it('reports a listener that throws to the endpoint error event, and the other listeners still run', async () => {
+    const { endpoint, errors } = await startEndpoint();
+    const serverSide = nextConnection(endpoint);
+    const client = await connect(endpoint);
+    const conn = await serverSide;
+    const bug = new Error('a datagram listener bug');
+    conn.on('datagram', () => {
+      throw bug;
+    });
+
+    expect(client.sendDatagram(encoder.encode('still echoed'))).toBe(true);
+    // The echo listener, added first, ran regardless.
+    expect(decoder.decode(await client.nextDatagram())).toBe('still echoed');
+    expect(errors).toEqual([bug]);
+  });
+
+  it('refuses an invalid stream id or error code with a TypeError, whatever its state', async () => {
+    const { endpoint } = await startEndpoint();
+    const serverSide = nextConnection(endpoint);
+    await connect(endpoint);
+    const conn = await serverSide;
+    expect(() => conn.streamSend(-1, new Uint8Array(1))).toThrow(TypeError);
+    expect(() => conn.close(-5)).toThrow(TypeError);
+    expect(() => conn.streamShutdown(1, 'write', 1.5)).toThrow(TypeError);
+    expect(conn.closed).toBe(false);
+  });
+});

@@ -1,45 +1,19 @@
+import { FakeClock } from '@svc/runtime/testing';
 import { describe, expect, it } from 'vitest';
 import { PacedSendQueue } from '../src/send-queue.js';
-
-/** A fake clock and timer list driven by the test. */
-function fakeTime() {
-  let now = 0;
-  const timers: { at: number; fn: () => void; live: boolean }[] = [];
-  return {
-    now: () => now,
-    schedule: (fn: () => void, ms: number) => {
-      const timer = { at: now + ms, fn, live: true };
-      timers.push(timer);
-      return () => {
-        timer.live = false;
-      };
-    },
-    advance(ms: number) {
-      const end = now + ms;
-      for (;;) {
-        const next = timers.filter((t) => t.live && t.at <= end).sort((a, b) => a.at - b.at)[0];
-        if (next === undefined) break;
-        next.live = false;
-        now = next.at;
-        next.fn();
-      }
-      now = end;
-    },
-  };
-}
 
 const datagrams = (count: number, size = 1000) =>
   Array.from({ length: count }, (_, i) => new Uint8Array(size).fill(i));
 
 describe('PacedSendQueue', () => {
   it('sends a burst at once, then the rest of a keyframe at the pacing rate', () => {
-    const time = fakeTime();
+    const time = new FakeClock();
     const sent: { at: number; first: number }[] = [];
     const queue = new PacedSendQueue({
       send: (d) => sent.push({ at: time.now(), first: d[0]! }) > 0,
       rateBps: 8_000_000, // 1000 bytes per ms
       burstBytes: 4000,
-      ...time,
+      clock: time,
     });
     expect(queue.enqueueFrame(datagrams(40), true)).toBe(true);
     expect(sent.length).toBe(4);
@@ -53,13 +27,13 @@ describe('PacedSendQueue', () => {
   });
 
   it('holds at least one timer tick of the pacing rate, so a fast rate is kept with 1 ms timers', () => {
-    const time = fakeTime();
+    const time = new FakeClock();
     const sent: number[] = [];
     const queue = new PacedSendQueue({
       send: () => sent.push(time.now()) > 0,
       rateBps: 80_000_000, // 10 000 bytes per ms: more than the 4000-byte burst each tick
       burstBytes: 4000,
-      ...time,
+      clock: time,
     });
     expect(queue.enqueueFrame(datagrams(100), true)).toBe(true);
     expect(sent.length).toBe(10);
@@ -74,14 +48,14 @@ describe('PacedSendQueue', () => {
   });
 
   it('refuses a frame whole when it does not fit, and never tears one', () => {
-    const time = fakeTime();
+    const time = new FakeClock();
     let sent = 0;
     const queue = new PacedSendQueue({
       send: () => ++sent > 0,
       rateBps: 800_000,
       burstBytes: 1000,
       maxQueuedBytes: 11_000,
-      ...time,
+      clock: time,
     });
     expect(queue.enqueueFrame(datagrams(8), true)).toBe(true);
     expect(queue.enqueueFrame(datagrams(5), false)).toBe(false);
@@ -97,7 +71,7 @@ describe('PacedSendQueue', () => {
   });
 
   it('waits for a busy transport instead of skipping datagrams', () => {
-    const time = fakeTime();
+    const time = new FakeClock();
     const delivered: number[] = [];
     let busy = true;
     const queue = new PacedSendQueue({
@@ -107,7 +81,7 @@ describe('PacedSendQueue', () => {
         return true;
       },
       rateBps: 80_000_000,
-      ...time,
+      clock: time,
     });
     queue.enqueueFrame(datagrams(3), false);
     time.advance(5);
@@ -119,13 +93,13 @@ describe('PacedSendQueue', () => {
   });
 
   it('follows rate changes and stops on close', () => {
-    const time = fakeTime();
+    const time = new FakeClock();
     let sent = 0;
     const queue = new PacedSendQueue({
       send: () => ++sent > 0,
       rateBps: 8_000_000,
       burstBytes: 1000,
-      ...time,
+      clock: time,
     });
     queue.enqueueFrame(datagrams(20), false);
     time.advance(5);

@@ -1,3 +1,5 @@
+import { CodedError, codedErrorGuard } from '@svc/runtime';
+
 /**
  * Stable codes of {@link UdpBatchError}.
  *
@@ -8,16 +10,12 @@
 export type UdpBatchErrorCode = 'closed' | 'batch-full' | 'not-bound';
 
 /** The one error class of this package; branch on `code`. */
-export class UdpBatchError extends Error {
-  /** What went wrong, stable across releases. */
-  readonly code: UdpBatchErrorCode;
-
-  constructor(code: UdpBatchErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'UdpBatchError';
-    this.code = code;
-  }
+export class UdpBatchError extends CodedError<UdpBatchErrorCode> {
+  override readonly name = 'UdpBatchError';
 }
+
+/** True when `err` is a {@link UdpBatchError}, optionally with the given code. */
+export const isUdpBatchError = codedErrorGuard(UdpBatchError);
 
 /** Where a packet goes, or where it came from: an IP address literal and a UDP port. */
 export interface UdpDestination {

@@ -12,7 +12,7 @@
  * memory allocated once, and JavaScript runs once per read; without the addon, `message` events
  * feed the same callbacks.
  */
-export { UdpBatchError, type UdpBatchErrorCode, type UdpDestination } from './errors.js';
+export { isUdpBatchError, UdpBatchError, type UdpBatchErrorCode, type UdpDestination } from './errors.js';
 export { type NativeSupport, nativeSupport } from './native.js';
 export {
   UdpBatchReceiver,

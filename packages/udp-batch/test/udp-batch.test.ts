@@ -3,7 +3,13 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { nativeSupport, UdpBatchError, UdpBatchSender, type UdpSendMode } from '../src/index.js';
+import {
+  isUdpBatchError,
+  nativeSupport,
+  UdpBatchError,
+  UdpBatchSender,
+  type UdpSendMode,
+} from '../src/index.js';
 import { packet, type Receiver, receiver, sender } from './support.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -110,6 +116,10 @@ describe.each([
     }
     expect(error).toBeInstanceOf(UdpBatchError);
     expect((error as UdpBatchError).code).toBe('closed');
+    expect((error as UdpBatchError).name).toBe('UdpBatchError');
+    expect(isUdpBatchError(error, 'closed')).toBe(true);
+    expect(isUdpBatchError(error, 'batch-full')).toBe(false);
+    expect(isUdpBatchError(new Error('closed'))).toBe(false);
     expect(batch.queued).toBe(0);
   });
 });

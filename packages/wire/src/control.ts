@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { WireError } from './errors.js';
+import { QOS_PROFILE_NAMES } from './qos-profile.js';
 
 /**
  * Control-stream messages: one JSON object per line (`\n`), each with a `type`, on the first
@@ -20,7 +21,7 @@ const role = z.enum(['driver', 'observer']);
 /** A session's role: a `driver` may send commands, an `observer`'s commands are dropped. */
 export type ControlRole = z.infer<typeof role>;
 
-const qosProfile = z.enum(['latency', 'balanced', 'quality']);
+const qosProfile = z.enum(QOS_PROFILE_NAMES);
 
 const catchUp = z
   .object({

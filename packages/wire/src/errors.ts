@@ -1,3 +1,5 @@
+import { CodedError, codedErrorGuard } from '@svc/runtime';
+
 /**
  * Stable codes of {@link WireError}. Callers branch on `code`, never on the message.
  *
@@ -33,17 +35,9 @@ export type WireErrorCode =
   | 'publisher-control';
 
 /** The one error class of `@svc/wire`: bad bytes from a peer, or a block that cannot be repaired. */
-export class WireError extends Error {
+export class WireError extends CodedError<WireErrorCode> {
   override readonly name = 'WireError';
-  readonly code: WireErrorCode;
-
-  constructor(code: WireErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 /** True when `err` is a {@link WireError}, optionally with the given code. */
-export function isWireError(err: unknown, code?: WireErrorCode): err is WireError {
-  return err instanceof WireError && (code === undefined || err.code === code);
-}
+export const isWireError = codedErrorGuard(WireError);

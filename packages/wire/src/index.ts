@@ -44,6 +44,7 @@ export {
   VIDEO_CONFIG_REASONS,
   type VideoConfigMessage,
 } from './publisher-control.js';
+export { QOS_PROFILE_NAMES, type QosProfileName } from './qos-profile.js';
 export {
   type AssembledFrame,
   type FrameLoss,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { WireError } from './errors.js';
+import { QOS_PROFILE_NAMES } from './qos-profile.js';
 
 /**
  * Publisher-control datagrams: what the robot daemon tells the publisher (the robot-side code
@@ -7,7 +8,7 @@ import { WireError } from './errors.js';
  * The contract is `docs/protocol/publisher-control.md` (specification section 6).
  */
 const channelId = z.number().int().min(1).max(255);
-const qosProfileName = z.enum(['latency', 'balanced', 'quality']);
+const qosProfileName = z.enum(QOS_PROFILE_NAMES);
 const nonNegativeInt = z.number().int().min(0).max(0x7fffffff);
 
 /** Why a `video-config` was sent. */

@@ -1,8 +1,11 @@
 import { and, eq } from 'drizzle-orm';
 import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AuditBatcher } from '../audit/index.js';
 import type { CloudConfig } from '../config.js';
 import { type CloudDb, type Database, memberships, type OrgRole, type User } from '../db/index.js';
 import type { InvitationProvider, Mailer } from '../invitations/index.js';
+import type { SessionKeyStore } from '../sessions/index.js';
 import type { SignallingHandle } from '../signalling/index.js';
 import type { Authenticator, Caller } from './auth.js';
 import { type ApiKeyScope, can, type Permission } from './authz.js';
@@ -17,11 +20,40 @@ export interface ApiContext {
   readonly invitationProvider: InvitationProvider;
   readonly mail: Mailer;
   readonly now: () => Date;
+  /** The started pilot session keys: sign minted tokens, publish the JWKS. */
+  readonly sessionKeys: SessionKeyStore;
+  /** Audit entries of hot paths (token mints), written in batches; flushed before the log is read. */
+  readonly auditBatcher: AuditBatcher;
   /** Signalling on this node: robot presence and sessions. Without it every robot shows offline. */
   readonly signalling?: SignallingHandle;
 }
 
-/** The caller, which must be a signed-in user. */
+/** Options of every resource plugin of the API. */
+export interface ApiPluginOptions {
+  readonly ctx: ApiContext;
+}
+
+/** A resource of `/api/v1`: a Fastify plugin, typed by its zod schemas, registered with its prefix. */
+export type ApiPlugin = FastifyPluginAsyncZod<ApiPluginOptions>;
+
+/** Codes of a route that resolves its caller: a bad credential, a login never registered, the provider down. */
+export const CALLER_ERRORS = ['unauthenticated', 'not-registered', 'provider-unavailable'] as const;
+
+/** Codes of a route that needs a signed-in user: {@link CALLER_ERRORS}, and `forbidden` for API keys. */
+export const USER_ERRORS = [...CALLER_ERRORS, 'forbidden'] as const;
+
+/**
+ * Codes of a route under `/api/v1/orgs/:org` that needs a permission there: {@link USER_ERRORS},
+ * `not-found` for an org the caller is not in, `invalid-request` for a path that is not a UUID.
+ */
+export const ORG_ERRORS = [...USER_ERRORS, 'not-found', 'invalid-request'] as const;
+
+/**
+ * The caller, which must be a signed-in user.
+ *
+ * @throws {ApiError} `unauthenticated` without a credential, `forbidden` for an API key, and the
+ *   errors of {@link Authenticator.caller}.
+ */
 export async function requireUser(ctx: ApiContext, request: FastifyRequest): Promise<User> {
   const caller = await ctx.auth.caller(request);
   if (caller.kind === 'user') return caller.user;
@@ -31,7 +63,11 @@ export async function requireUser(ctx: ApiContext, request: FastifyRequest): Pro
   throw new ApiError('forbidden', 'API keys cannot use this endpoint; it needs a signed-in user');
 }
 
-/** The user's role in `orgId`, or 404 when they are not a member (an org one is not in is not shown). */
+/**
+ * The user's role in `orgId`.
+ *
+ * @throws {ApiError} `not-found` when they are not a member (an org one is not in is not shown).
+ */
 export async function roleIn(db: CloudDb, orgId: string, userId: string): Promise<OrgRole> {
   const [member] = await db
     .select({ role: memberships.role })
@@ -41,7 +77,12 @@ export async function roleIn(db: CloudDb, orgId: string, userId: string): Promis
   return member.role;
 }
 
-/** The signed-in user and their role in `orgId`, which must carry `permission`. */
+/**
+ * The signed-in user and their role in `orgId`, which must carry `permission`.
+ *
+ * @throws {ApiError} `forbidden` when the role lacks `permission`, and the errors of
+ *   {@link requireUser} and {@link roleIn}.
+ */
 export async function requireOrgPermission(
   ctx: ApiContext,
   request: FastifyRequest,

@@ -1,7 +1,7 @@
 import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import { audit, SYSTEM_ACTOR } from '../audit/index.js';
 import type { CloudConfig } from '../config.js';
 import { type CloudDb, invitations, memberships, type OrgRole, orgs, type User, users } from '../db/index.js';
-import { audit, SYSTEM_ACTOR } from '../audit/index.js';
 import { atLeast } from './authz.js';
 
 /** `last_login_at` is written at most this often per user. */

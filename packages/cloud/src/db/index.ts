@@ -7,16 +7,17 @@
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
+import { isSecretParameterName, type Logger, redactUrl, silentLogger } from '@svc/runtime';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
-import { DatabaseError, redactUrl, SECRET_URL_PARAMS } from './errors.js';
+import { DatabaseError } from './errors.js';
 import * as schema from './schema.js';
 
-export { DatabaseError, type DatabaseErrorCode, isDatabaseError, redactUrl } from './errors.js';
+export { DatabaseError, type DatabaseErrorCode, isDatabaseError } from './errors.js';
 export * from './schema.js';
 export { hashSecret, newSecret } from './secrets.js';
 
@@ -60,11 +61,11 @@ export interface OpenDatabaseOptions {
    */
   readonly loadDataDir?: Blob;
   /**
-   * PostgreSQL only: receives errors of idle pooled connections (the server restarted or closed
-   * them); the pool drops such a connection and opens a new one when needed. Default: logged to
-   * stderr.
+   * PostgreSQL only: where errors of idle pooled connections are logged (the server restarted or
+   * closed them; the pool drops such a connection and opens a new one when needed). Default:
+   * nothing.
    */
-  readonly onIdleError?: (err: Error) => void;
+  readonly logger?: Logger;
   /** PostgreSQL only: how long to wait for a connection before giving up. Default 10 000 ms. */
   readonly connectTimeoutMs?: number;
 }
@@ -128,11 +129,13 @@ async function openPostgres(url: string, options: OpenDatabaseOptions): Promise<
     connectionString: url,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
   });
-  const onIdleError =
-    options.onIdleError ??
-    ((err: Error) =>
-      console.error(`svc-cloud: PostgreSQL connection to ${shown} failed: ${scrub(err.message)}`));
-  pool.on('error', onIdleError);
+  const logger = options.logger ?? silentLogger;
+  pool.on('error', (err: Error) => {
+    logger.warn(
+      { database: shown, err: scrub(err.message) },
+      'an idle PostgreSQL connection failed; the pool opens another when needed',
+    );
+  });
 
   let client: pg.PoolClient;
   try {
@@ -200,8 +203,8 @@ function parsePostgresUrl(url: string): URL {
 /** Masks the URL's passwords, raw and percent-decoded, wherever they show up in `text`. */
 function scrubber(parsed: URL): (text: string) => string {
   const secrets = new Set<string>();
-  for (const key of SECRET_URL_PARAMS) {
-    for (const value of parsed.searchParams.getAll(key)) if (value !== '') secrets.add(value);
+  for (const [key, value] of parsed.searchParams) {
+    if (value !== '' && isSecretParameterName(key)) secrets.add(value);
   }
   if (parsed.password !== '') {
     secrets.add(parsed.password);

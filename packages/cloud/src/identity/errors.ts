@@ -1,3 +1,5 @@
+import { CodedError, codedErrorGuard } from '@svc/runtime';
+
 /**
  * Stable codes of {@link IdentityError}. Callers branch on `code`, never on the message.
  *
@@ -36,17 +38,9 @@ export type IdentityErrorCode =
  * The one error class of svc-cloud's identity layer: a rejected token or an unusable identity provider.
  * Messages say what was wrong and never contain a token.
  */
-export class IdentityError extends Error {
+export class IdentityError extends CodedError<IdentityErrorCode> {
   override readonly name = 'IdentityError';
-  readonly code: IdentityErrorCode;
-
-  constructor(code: IdentityErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 /** True when `err` is an {@link IdentityError}, optionally with the given code. */
-export function isIdentityError(err: unknown, code?: IdentityErrorCode): err is IdentityError {
-  return err instanceof IdentityError && (code === undefined || err.code === code);
-}
+export const isIdentityError = codedErrorGuard(IdentityError);

@@ -1,5 +1,6 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Logger, silentLogger } from '@svc/runtime';
 import type { JWK } from 'jose';
 import Provider, {
   type Account,
@@ -55,9 +56,11 @@ export interface OidcProviderOptions {
   proxy?: boolean | undefined;
   /**
    * Called with errors the provider could not turn into an OAuth error response (it answers 500).
-   * Default: `console.error`. Such errors never contain tokens.
+   * Default: logged to `logger`. Such errors never contain tokens.
    */
   onServerError?: ((err: Error) => void) | undefined;
+  /** Where server errors are logged when no `onServerError` is given. Default: nothing. */
+  logger?: Logger | undefined;
 }
 
 /** An embedded OpenID provider, ready to be served by a Node HTTP server. */
@@ -152,8 +155,10 @@ export function createOidcProvider(options: OidcProviderOptions): EmbeddedOidcPr
   keys.forEach((key, i) => {
     requireSigningKey(key, `createOidcProvider option signingKeys[${i}]`);
   });
+  const logger = options.logger ?? silentLogger;
   const onServerError =
-    options.onServerError ?? ((err: Error) => console.error('development identity provider:', err));
+    options.onServerError ??
+    ((err: Error) => logger.error({ err }, 'the development identity provider failed to answer'));
   const cookieKeys = [...(options.cookieKeys ?? [randomBytes(32).toString('base64url')])];
   const adapter = createMemoryAdapter();
 

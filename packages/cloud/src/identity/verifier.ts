@@ -1,3 +1,4 @@
+import { type BackoffPolicy, type Clock, retry, systemClock } from '@svc/runtime';
 import {
   createRemoteJWKSet,
   customFetch,
@@ -29,8 +30,20 @@ export interface OidcVerifierOptions {
    * the last fetch; a few seconds still stops a stream of made-up `kid`s from hammering the provider.
    */
   jwksCooldownMs?: number | undefined;
-  /** Time limit of each request to the provider (discovery, JWKS, userinfo), in milliseconds. Default 5000. */
+  /**
+   * Time limit of each request to the provider (discovery, JWKS, userinfo), its retries included,
+   * in milliseconds. Default 5000.
+   */
   timeoutMs?: number | undefined;
+  /**
+   * Attempts of each request, the first included: a network error or a 5xx answer is tried again
+   * (within `timeoutMs`), a 4xx answer never. Default 3.
+   */
+  attempts?: number | undefined;
+  /** Waits between attempts (full jitter). Default 100 ms doubling up to 1 s. */
+  retryBackoff?: BackoffPolicy | undefined;
+  /** The timers of those waits. Default `systemClock`. */
+  clock?: Clock | undefined;
   /** Fetch implementation for every request to the provider. Default `globalThis.fetch`. */
   fetch?: typeof fetch | undefined;
 }
@@ -61,6 +74,9 @@ export interface VerifiedEmailInput {
 const DEFAULT_CLOCK_TOLERANCE_SEC = 30;
 const DEFAULT_JWKS_COOLDOWN_MS = 5_000;
 const DEFAULT_TIMEOUT_MS = 5_000;
+const DEFAULT_ATTEMPTS = 3;
+/** Short waits: a request of the API is waiting on the provider's answer. */
+const DEFAULT_RETRY_BACKOFF: BackoffPolicy = { baseMs: 100, capMs: 1_000 };
 
 const discoverySchema = z.object({
   issuer: z.string(),
@@ -94,10 +110,14 @@ export class OidcVerifier {
   readonly #clockToleranceSec: number;
   readonly #jwksCooldownMs: number;
   readonly #timeoutMs: number;
+  readonly #attempts: number;
+  readonly #retryBackoff: BackoffPolicy;
+  readonly #clock: Clock;
   readonly #fetch: typeof fetch;
   #discovery: Promise<ProviderMetadata> | undefined;
   #keySet: Promise<RemoteKeySet> | undefined;
 
+  /** @throws {TypeError} naming the option, when one cannot work (not a URL, empty, negative). */
   constructor(options: OidcVerifierOptions) {
     this.#issuer = requireHttpUrl(options.issuer, 'issuer');
     this.#audience = requireNonEmpty(options.audience, 'audience');
@@ -114,6 +134,14 @@ export class OidcVerifier {
       'jwksCooldownMs',
     );
     this.#timeoutMs = requireNonNegative(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 'timeoutMs');
+    this.#attempts = options.attempts ?? DEFAULT_ATTEMPTS;
+    if (!Number.isInteger(this.#attempts) || this.#attempts < 1) {
+      throw new TypeError(
+        `OidcVerifier option attempts: expected a whole number >= 1, got ${this.#attempts}`,
+      );
+    }
+    this.#retryBackoff = options.retryBackoff ?? DEFAULT_RETRY_BACKOFF;
+    this.#clock = options.clock ?? systemClock;
     this.#fetch = options.fetch ?? globalThis.fetch;
   }
 
@@ -314,11 +342,36 @@ export class OidcVerifier {
     return { jwksUri: parsed.data.jwks_uri, userinfoUri: parsed.data.userinfo_endpoint };
   }
 
-  /** One GET to the provider; a network failure or timeout becomes `provider-unreachable`. */
+  /**
+   * One GET to the provider, tried again after a network error or a 5xx answer (the last attempt's
+   * answer is returned whatever its status); a network failure or the time limit becomes
+   * `provider-unreachable`.
+   */
   async #request(url: string, what: string, init: RequestInit): Promise<Response> {
     const signal = init.signal ?? AbortSignal.timeout(this.#timeoutMs);
+    const attempts = this.#attempts;
     try {
-      return await this.#fetch(url, { ...init, method: 'GET', redirect: 'manual', signal });
+      return await retry(
+        async (attempt) => {
+          const response = await this.#fetch(url, { ...init, method: 'GET', redirect: 'manual', signal });
+          if (response.status >= 500 && attempt + 1 < attempts) {
+            await response.body?.cancel();
+            throw new IdentityError(
+              'provider-unreachable',
+              `${what} at ${url} answered HTTP ${response.status}`,
+            );
+          }
+          return response;
+        },
+        {
+          attempts,
+          policy: this.#retryBackoff,
+          clock: this.#clock,
+          signal,
+          // Out of time: the request has waited long enough.
+          retryable: () => !signal.aborted,
+        },
+      );
     } catch (cause) {
       throw new IdentityError('provider-unreachable', `${what} at ${url} did not answer`, { cause });
     }

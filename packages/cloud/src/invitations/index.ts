@@ -1,3 +1,12 @@
+import {
+  type BackoffPolicy,
+  type Clock,
+  CodedError,
+  codedErrorGuard,
+  type Logger,
+  retry,
+  systemClock,
+} from '@svc/runtime';
 import type { InvitationProviderConfig } from '../config.js';
 
 /**
@@ -16,11 +25,22 @@ export interface InvitationProvider {
   oneTimeToken(email: string, options: { expiresInSec: number }): Promise<string | undefined>;
 }
 
+/**
+ * Stable codes of {@link InvitationProviderError}.
+ *
+ * - `provider-unreachable`: the provider did not answer (network error or timeout, retries included).
+ * - `provider-refused`: the provider answered with an error status (credentials, permissions, a failure of its own).
+ * - `provider-bad-answer`: the provider answered success without what was asked for.
+ */
+export type InvitationProviderErrorCode = 'provider-unreachable' | 'provider-refused' | 'provider-bad-answer';
+
 /** The provider could not mint a one-time token; the message says why and never holds a secret. */
-export class InvitationProviderError extends Error {
+export class InvitationProviderError extends CodedError<InvitationProviderErrorCode> {
   override readonly name = 'InvitationProviderError';
-  readonly code = 'provider-failed';
 }
+
+/** True when `err` is an {@link InvitationProviderError}, optionally with the given code. */
+export const isInvitationProviderError = codedErrorGuard(InvitationProviderError);
 
 /** For providers with open registration: no one-time token. */
 export const noInvitationProvider: InvitationProvider = {
@@ -36,10 +56,23 @@ export interface LogtoOptions {
   readonly m2mClientSecret: string;
   /** Resource indicator of the management API. */
   readonly managementResource: string;
+  /** Default `globalThis.fetch`. */
   readonly fetch?: typeof fetch;
-  readonly now?: () => number;
+  /** The M2M token's expiry is read on `wallNow()`; the waits between attempts are its timers. Default `systemClock`. */
+  readonly clock?: Clock;
+  /** Time limit of each call to Logto, its retries included, ms. Default 5000. */
   readonly timeoutMs?: number;
+  /**
+   * Attempts of each call, the first included: a network error or a 5xx answer is tried again
+   * (within `timeoutMs`), a 4xx answer never. Default 3.
+   */
+  readonly attempts?: number;
+  /** Waits between attempts (full jitter). Default 100 ms doubling up to 1 s. */
+  readonly retryBackoff?: BackoffPolicy;
 }
+
+/** Short waits: the admin's invitation request is waiting on Logto's answer. */
+const LOGTO_RETRY_BACKOFF: BackoffPolicy = { baseMs: 100, capMs: 1_000 };
 
 /**
  * Logto: a machine-to-machine token from `<endpoint>/oidc/token` (client credentials for the
@@ -50,15 +83,22 @@ export class LogtoInvitationProvider implements InvitationProvider {
   readonly name = 'logto';
   readonly #options: LogtoOptions;
   readonly #fetch: typeof fetch;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   #m2m: { token: string; expiresAtMs: number } | undefined;
 
+  /** @throws {TypeError} when `attempts` is not a whole number of at least 1. */
   constructor(options: LogtoOptions) {
+    if (options.attempts !== undefined && !(Number.isInteger(options.attempts) && options.attempts >= 1)) {
+      throw new TypeError(
+        `LogtoInvitationProvider option attempts: expected a whole number >= 1, got ${options.attempts}`,
+      );
+    }
     this.#options = { ...options, endpoint: options.endpoint.replace(/\/+$/, '') };
     this.#fetch = options.fetch ?? globalThis.fetch;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
   }
 
+  /** See {@link InvitationProvider.oneTimeToken}. */
   async oneTimeToken(email: string, options: { expiresInSec: number }): Promise<string | undefined> {
     const bearer = await this.#managementToken();
     const response = await this.#call(`${this.#options.endpoint}/api/one-time-tokens`, {
@@ -69,18 +109,24 @@ export class LogtoInvitationProvider implements InvitationProvider {
     if (response.status === 401) this.#m2m = undefined;
     if (response.status !== 201 && response.status !== 200) {
       throw new InvitationProviderError(
+        'provider-refused',
         `Logto refused to create a one-time token (HTTP ${response.status}); check that the M2M app has the management API role`,
       );
     }
     const body = (await response.json().catch(() => undefined)) as { token?: unknown } | undefined;
     if (typeof body?.token !== 'string' || body.token === '') {
-      throw new InvitationProviderError('Logto answered the one-time token request without a token');
+      throw new InvitationProviderError(
+        'provider-bad-answer',
+        'Logto answered the one-time token request without a token',
+      );
     }
     return body.token;
   }
 
   async #managementToken(): Promise<string> {
-    if (this.#m2m !== undefined && this.#m2m.expiresAtMs - 30_000 > this.#now()) return this.#m2m.token;
+    if (this.#m2m !== undefined && this.#m2m.expiresAtMs - 30_000 > this.#clock.wallNow()) {
+      return this.#m2m.token;
+    }
     const { endpoint, m2mClientId, m2mClientSecret, managementResource } = this.#options;
     const response = await this.#call(`${endpoint}/oidc/token`, {
       method: 'POST',
@@ -96,6 +142,7 @@ export class LogtoInvitationProvider implements InvitationProvider {
     });
     if (response.status !== 200) {
       throw new InvitationProviderError(
+        'provider-refused',
         `Logto refused the M2M credentials (HTTP ${response.status}); check SVC_LOGTO_M2M_CLIENT_ID and SVC_LOGTO_M2M_CLIENT_SECRET`,
       );
     }
@@ -103,21 +150,47 @@ export class LogtoInvitationProvider implements InvitationProvider {
       | { access_token?: unknown; expires_in?: unknown }
       | undefined;
     if (typeof body?.access_token !== 'string') {
-      throw new InvitationProviderError('Logto answered the M2M token request without an access token');
+      throw new InvitationProviderError(
+        'provider-bad-answer',
+        'Logto answered the M2M token request without an access token',
+      );
     }
     const lifetime = typeof body.expires_in === 'number' ? body.expires_in : 300;
-    this.#m2m = { token: body.access_token, expiresAtMs: this.#now() + lifetime * 1000 };
+    this.#m2m = { token: body.access_token, expiresAtMs: this.#clock.wallNow() + lifetime * 1000 };
     return body.access_token;
   }
 
+  /**
+   * One call to Logto, tried again after a network error or a 5xx answer (the last attempt's
+   * answer is returned whatever its status); no answer in time becomes `provider-unreachable`.
+   */
   async #call(url: string, init: RequestInit): Promise<Response> {
+    const signal = AbortSignal.timeout(this.#options.timeoutMs ?? 5000);
+    const attempts = this.#options.attempts ?? 3;
     try {
-      return await this.#fetch(url, {
-        ...init,
-        signal: AbortSignal.timeout(this.#options.timeoutMs ?? 5000),
-      });
+      return await retry(
+        async (attempt) => {
+          const response = await this.#fetch(url, { ...init, signal });
+          if (response.status >= 500 && attempt + 1 < attempts) {
+            await response.body?.cancel();
+            throw new InvitationProviderError('provider-refused', `Logto answered HTTP ${response.status}`);
+          }
+          return response;
+        },
+        {
+          attempts,
+          policy: this.#options.retryBackoff ?? LOGTO_RETRY_BACKOFF,
+          clock: this.#clock,
+          signal,
+          retryable: () => !signal.aborted,
+        },
+      );
     } catch (cause) {
-      throw new InvitationProviderError(`Logto at ${new URL(url).origin} could not be reached`, { cause });
+      throw new InvitationProviderError(
+        'provider-unreachable',
+        `Logto at ${new URL(url).origin} could not be reached`,
+        { cause },
+      );
     }
   }
 }
@@ -146,11 +219,15 @@ export interface Mailer {
   send(message: MailMessage): Promise<void>;
 }
 
-/** A {@link Mailer} that writes each message to the log, for the operator to pass on. */
-export function logMailer(log: (fields: Record<string, unknown>, msg: string) => void): Mailer {
+/**
+ * A {@link Mailer} that writes each message to the log. The log is redacted like every log line:
+ * the secrets of an invitation link (its token, its one-time sign-in token) show as `***`; the
+ * inviting admin gets the whole link in the API's answer.
+ */
+export function logMailer(logger: Logger): Mailer {
   return {
     async send(message) {
-      log(
+      logger.info(
         { mail: { to: message.to, subject: message.subject, text: message.text } },
         'mail (no transport: delivered to the log)',
       );

@@ -23,7 +23,6 @@ export {
   NEXT_KEY_LEAD_MS,
   SESSION_KEY_LOCK,
   SESSION_KEY_REFRESH_MS,
-  type SessionKeyLog,
   SessionKeyStore,
   type SessionKeyStoreOptions,
   type SessionPublicJwk,

@@ -1,4 +1,5 @@
 import { createPrivateKey, sign as cryptoSign, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { type Clock, type Logger, silentLogger, systemClock, type TimerHandle } from '@svc/runtime';
 import { lte, sql } from 'drizzle-orm';
 import {
   type CryptoKey,
@@ -6,7 +7,6 @@ import {
   exportJWK,
   generateKeyPair,
   importJWK,
-  type JSONWebKeySet,
   type JWK,
   type JWSHeaderParameters,
   jwtVerify,
@@ -26,7 +26,7 @@ import {
  * sharing one PostgreSQL database create one key between them, not one each.
  */
 export const SESSION_KEY_LOCK = 0x53cc5e5;
-/** How often the store reloads its keys and rotates them (a real timer; times are the injected clock's). */
+/** How often the store reloads its keys and rotates them (a timer of the injected clock). */
 export const SESSION_KEY_REFRESH_MS = 60_000;
 /**
  * How long before the signing key retires its successor is created and published. Longer than a
@@ -39,12 +39,6 @@ export const KEY_EXPIRY_MARGIN_MS = 60_000;
 /** After a token names an unknown `kid`, the store reloads its keys at most this often. */
 const UNKNOWN_KID_RELOAD_COOLDOWN_MS = 5_000;
 
-/** Where a {@link SessionKeyStore} reports (pino's logger fits). */
-export interface SessionKeyLog {
-  info(fields: Record<string, unknown>, message: string): void;
-  error(fields: Record<string, unknown>, message: string): void;
-}
-
 /** Options of {@link SessionKeyStore}. */
 export interface SessionKeyStoreOptions {
   readonly db: CloudDb;
@@ -52,10 +46,19 @@ export interface SessionKeyStoreOptions {
   readonly issuer: string;
   /** How long a key signs, hours (`SVC_SESSION_KEY_ROTATION_HOURS`). */
   readonly rotationHours: number;
-  /** Milliseconds since the epoch; default `Date.now`. Every key time is read on this clock. */
+  /**
+   * Every key time is read on the clock's `wallNow()`, and the reload timer is its interval.
+   * Default {@link systemClock}.
+   */
+  readonly clock?: Clock;
+  /**
+   * Key times alone (the reload timer stays on {@link systemClock}); ignored when `clock` is given.
+   *
+   * @deprecated Give `clock`. Kept while `buildApp` (app.ts) passes its own `now`.
+   */
   readonly now?: () => number;
-  /** Default: nothing is logged. */
-  readonly log?: SessionKeyLog;
+  /** Where key creation, deletion and failed reloads are logged. Default: nothing. */
+  readonly log?: Logger;
   /** Interval of the reload timer, ms. Default {@link SESSION_KEY_REFRESH_MS}. */
   readonly refreshIntervalMs?: number;
 }
@@ -87,8 +90,6 @@ interface LoadedKey {
   readonly expiresAt: number;
 }
 
-const NO_LOG: SessionKeyLog = { info() {}, error() {} };
-
 /**
  * The service's ES256 keys for pilot session tokens, kept in `session_signing_keys` so that every
  * node signs with the same key and publishes the same JWKS.
@@ -105,14 +106,15 @@ export class SessionKeyStore {
   readonly #issuer: string;
   readonly #rotationMs: number;
   readonly #leadMs: number;
-  readonly #now: () => number;
-  readonly #log: SessionKeyLog;
+  readonly #clock: Clock;
+  readonly #log: Logger;
   readonly #refreshIntervalMs: number;
   /** Sorted by `retiresAt`, oldest first. */
   #keys: readonly LoadedKey[] = [];
   #refreshing: Promise<void> | undefined;
+  /** When a token's unknown `kid` last caused a reload (monotonic ms). */
   #lastUnknownKidReload = Number.NEGATIVE_INFINITY;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: TimerHandle | undefined;
   #closed = false;
 
   constructor(options: SessionKeyStoreOptions) {
@@ -128,8 +130,9 @@ export class SessionKeyStore {
     this.#issuer = options.issuer;
     this.#rotationMs = options.rotationHours * 3_600_000;
     this.#leadMs = Math.min(NEXT_KEY_LEAD_MS, this.#rotationMs / 2);
-    this.#now = options.now ?? Date.now;
-    this.#log = options.log ?? NO_LOG;
+    this.#clock =
+      options.clock ?? (options.now === undefined ? systemClock : { ...systemClock, wallNow: options.now });
+    this.#log = options.log ?? silentLogger;
     this.#refreshIntervalMs = options.refreshIntervalMs ?? SESSION_KEY_REFRESH_MS;
   }
 
@@ -146,12 +149,11 @@ export class SessionKeyStore {
   async start(): Promise<void> {
     await this.refresh();
     if (this.#closed || this.#timer !== undefined) return;
-    this.#timer = setInterval(() => {
+    this.#timer = this.#clock.setInterval(() => {
       this.refresh().catch((err: unknown) => {
         this.#log.error({ err }, 'reloading the session signing keys failed; retrying in a minute');
       });
     }, this.#refreshIntervalMs);
-    this.#timer.unref();
   }
 
   /**
@@ -167,8 +169,8 @@ export class SessionKeyStore {
   }
 
   /** The public keys to publish now: every key not past its `expiresAt`, newest first. */
-  jwks(): JSONWebKeySet & { keys: SessionPublicJwk[] } {
-    const now = this.#now();
+  jwks(): { keys: SessionPublicJwk[] } {
+    const now = this.#clock.wallNow();
     return {
       keys: this.#keys
         .filter((k) => k.expiresAt > now)
@@ -185,7 +187,7 @@ export class SessionKeyStore {
    * @throws {SessionTokenError} `no-signing-key` when no key may sign, even after a reload.
    */
   async sign(claims: Omit<SessionTokenClaims, 'iss'>): Promise<string> {
-    const now = this.#now();
+    const now = this.#clock.wallNow();
     const left = claims.exp * 1000 - now;
     if (!(left > 0) || left > MAX_SESSION_TOKEN_TTL_SECONDS * 1000) {
       throw new TypeError(
@@ -203,7 +205,7 @@ export class SessionKeyStore {
           { cause: err },
         );
       }
-      key = this.#signer(this.#now());
+      key = this.#signer(this.#clock.wallNow());
       if (key === undefined) {
         throw new SessionTokenError('no-signing-key', 'no session signing key may sign now');
       }
@@ -238,7 +240,7 @@ export class SessionKeyStore {
         issuer: this.#issuer,
         typ: SESSION_TOKEN_TYP,
         requiredClaims: ['exp', 'iat', 'jti', 'sub', 'aud'],
-        currentDate: new Date(this.#now()),
+        currentDate: new Date(this.#clock.wallNow()),
         clockTolerance: 0,
         ...(options.audience === undefined ? {} : { audience: options.audience }),
       }));
@@ -260,7 +262,7 @@ export class SessionKeyStore {
   /** Stops the reload timer and waits for a reload under way. The loaded keys stay usable. */
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#clock.clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#refreshing?.catch(() => {});
   }
@@ -276,7 +278,7 @@ export class SessionKeyStore {
   }
 
   async #reload(): Promise<void> {
-    const now = this.#now();
+    const now = this.#clock.wallNow();
     let rows = await this.#db.select().from(sessionSigningKeys);
     if (rows.some((r) => r.expiresAt.getTime() <= now)) {
       const gone = await this.#db
@@ -354,11 +356,11 @@ export class SessionKeyStore {
       throw new SessionTokenError('token-invalid', 'the session token names no kid');
     }
     const find = () => {
-      const now = this.#now();
+      const now = this.#clock.wallNow();
       return this.#keys.find((k) => k.kid === kid && k.expiresAt > now);
     };
     let key = find();
-    const now = this.#now();
+    const now = this.#clock.now();
     if (key === undefined && now - this.#lastUnknownKidReload >= UNKNOWN_KID_RELOAD_COOLDOWN_MS) {
       // Another node may have created a key that this one has not loaded yet.
       this.#lastUnknownKidReload = now;

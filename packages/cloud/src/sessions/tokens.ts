@@ -1,3 +1,4 @@
+import { CodedError, codedErrorGuard } from '@svc/runtime';
 import { z } from 'zod';
 
 /** The only algorithm of pilot session tokens (spec 5.2 and 9: the service's own tokens are fixed to ES256). */
@@ -70,17 +71,9 @@ export type SessionTokenErrorCode =
   | 'no-signing-key';
 
 /** A pilot session token that does not verify, or a key store that cannot sign. Never carries a token. */
-export class SessionTokenError extends Error {
+export class SessionTokenError extends CodedError<SessionTokenErrorCode> {
   override readonly name = 'SessionTokenError';
-  readonly code: SessionTokenErrorCode;
-
-  constructor(code: SessionTokenErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 /** True when `err` is a {@link SessionTokenError}, optionally with the given code. */
-export function isSessionTokenError(err: unknown, code?: SessionTokenErrorCode): err is SessionTokenError {
-  return err instanceof SessionTokenError && (code === undefined || err.code === code);
-}
+export const isSessionTokenError = codedErrorGuard(SessionTokenError);

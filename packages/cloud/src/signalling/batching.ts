@@ -1,3 +1,4 @@
+import { type Clock, systemClock, type TimerHandle } from '@svc/runtime';
 import { sql } from 'drizzle-orm';
 import { type CloudDb, robots } from '../db/index.js';
 
@@ -15,6 +16,11 @@ export interface RobotKeyLoaderOptions {
   readonly windowMs?: number;
   /** Most robot ids in one query; a full batch goes at once. Default 500. */
   readonly maxBatch?: number;
+  /**
+   * The window's timer. Default {@link systemClock}: the window is a batching delay, not a
+   * deadline, so the signalling server leaves it on real time even when its own clock is fake.
+   */
+  readonly clock?: Clock;
 }
 
 interface Waiter {
@@ -39,8 +45,9 @@ export class RobotKeyLoader {
   private readonly db: CloudDb;
   private readonly windowMs: number;
   private readonly maxBatch: number;
+  private readonly clock: Clock;
   private pending = new Map<string, Waiter[]>();
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: TimerHandle | undefined;
   /** Queries sent and not yet answered. */
   private running = 0;
 
@@ -48,6 +55,7 @@ export class RobotKeyLoader {
     this.db = options.db;
     this.windowMs = options.windowMs ?? 50;
     this.maxBatch = options.maxBatch ?? 500;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** The robot's row, or `undefined` when no robot has this id. Rejects when the database fails. */
@@ -57,14 +65,14 @@ export class RobotKeyLoader {
       if (waiters !== undefined) waiters.push({ resolve, reject });
       else this.pending.set(robotId, [{ resolve, reject }]);
       if (this.pending.size >= this.maxBatch) this.flush();
-      else if (this.running === 0) this.timer ??= setTimeout(() => this.flush(), this.windowMs);
+      else if (this.running === 0) this.timer ??= this.clock.setTimeout(() => this.flush(), this.windowMs);
       // Else the batch goes when the running query answers.
     });
   }
 
   /** Sends the collected ids now. */
   flush(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     if (this.pending.size === 0) return;
     const batch = this.pending;

@@ -4,12 +4,29 @@
  *
  * @packageDocumentation
  */
-export { LastSeenWriter, RobotKeyLoader, type RobotKeyRow } from './batching.js';
+export { LastSeenWriter, RobotKeyLoader, type RobotKeyLoaderOptions, type RobotKeyRow } from './batching.js';
+export {
+  type ConnectionEvent,
+  type ConnectionRole,
+  type ConnectionState,
+  nextState,
+  type OpenState,
+  type PilotClaims,
+  type PilotState,
+  RateBucket,
+  type RatePolicy,
+  type RateVerdict,
+  SignalConnection,
+  type SignalConnectionOptions,
+  type SignalSocket,
+} from './connection.js';
+export type { VerifiedSessionToken, VerifySessionToken } from './pilot-handlers.js';
 export {
   type Announcement,
   offlineView,
   type PilotLink,
   type PresenceView,
+  type RobotLink,
   RobotPresence,
   type SessionRecord,
   type SessionRole,
@@ -18,10 +35,7 @@ export {
 export {
   SIGNAL_PATH,
   type SignallingHandle,
-  type SignallingLogger,
   type SignallingOptions,
   SignallingServer,
   type SignallingStats,
-  type VerifiedSessionToken,
-  type VerifySessionToken,
 } from './server.js';

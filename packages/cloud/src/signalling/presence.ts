@@ -1,4 +1,4 @@
-import type { SignalCandidate, SignalChannel } from '@svc/wire';
+import type { SignalCandidate, SignalChannel, SignalServerMessage } from '@svc/wire';
 
 /** Role of a session on a robot. */
 export type SessionRole = 'driver' | 'observer';
@@ -13,7 +13,7 @@ export interface SessionRecord {
   readonly jti: string | undefined;
   /** The token's expiry, seconds since the epoch, when known. */
   readonly exp: number | undefined;
-  /** When the server offered it, ms; `undefined` for a session the robot reported first. */
+  /** When the server offered it, monotonic ms; `undefined` for a session the robot reported first. */
   readonly offeredAt: number | undefined;
   /** Whether the robot has reported it running. */
   started: boolean;
@@ -24,6 +24,19 @@ export interface SessionRecord {
 /** The pilot connection a session was offered to, told when the session is gone. */
 export interface PilotLink {
   forget(sessionId: string): void;
+}
+
+/** The robot's connection, as presence holds it: messages to the robot, and closing it. */
+export interface RobotLink {
+  send(message: SignalServerMessage): void;
+  /** Closes the connection; `false` when it was closed already. */
+  close(code: number, reason: string): boolean;
+  /** Sends `denied` and closes. */
+  deny(
+    reason: Extract<SignalServerMessage, { type: 'denied' }>['reason'],
+    message: string,
+    code: number,
+  ): void;
 }
 
 /** What a robot last announced: how to reach it and what it serves. */
@@ -64,19 +77,22 @@ export interface PresenceView {
 export class RobotPresence {
   readonly robotId: string;
   readonly orgId: string | null;
-  /** The robot's connection (opaque to this class). */
-  readonly connection: object;
+  /** The robot's connection. */
+  readonly connection: RobotLink;
   announcement: Announcement | undefined = undefined;
-  /** Last time anything was heard from the robot, ms. */
+  /** Last time anything was heard from the robot, ms since the epoch. */
   lastHeardAt: number;
-  /** Last time `last_seen_at` was queued for writing for this robot, ms (0: never). */
+  /** Last time `last_seen_at` was queued for writing for this robot, ms since the epoch (0: never). */
   lastWrittenAt = 0;
   /** The session holding the driver slot, if any. */
   driver: string | undefined = undefined;
   /** Allocated with the first session: most robots have none most of the time. */
   private sessionMap: Map<string, SessionRecord> | undefined = undefined;
 
-  constructor(robotId: string, orgId: string | null, connection: object, now: number) {
+  /**
+   * @param now - When the robot was last heard, ms since the epoch (`last_seen_at` is written from it).
+   */
+  constructor(robotId: string, orgId: string | null, connection: RobotLink, now: number) {
     this.robotId = robotId;
     this.orgId = orgId;
     this.connection = connection;
@@ -101,6 +117,8 @@ export class RobotPresence {
   /**
    * Offers a new session: `driver` when the scope is `drive` and the slot is free (the slot is then
    * held for it), else `observer`.
+   *
+   * @param now - When it is offered, monotonic ms (the offer's deadline is counted from it).
    */
   offer(
     sessionId: string,

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { type CloudConfig, loadCloudConfig } from '../../src/config.js';
 import type { CloudDb, Database } from '../../src/db/index.js';
@@ -8,6 +8,7 @@ import {
   type MailMessage,
   noInvitationProvider,
 } from '../../src/invitations/index.js';
+import { type ContractViolation, checkResponses, violationReporter } from './contract.js';
 import type { DatabaseBackend } from './databases.js';
 import { type LoginAs, type LoginResult, TEST_AUDIENCE, TEST_CLIENT_ID, type TestProvider } from './oidc.js';
 
@@ -37,6 +38,11 @@ export interface TestApi {
   readonly mail: MailMessage[];
   /** The clock the app reads; tests move it. */
   now: Date;
+  /**
+   * Answers that broke the API's contract (see `contract.ts`). {@link TestApi.call} throws on the
+   * first of its own; {@link TestApi.dispose} throws when any is left unreported.
+   */
+  readonly violations: ContractViolation[];
   call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, options?: CallOptions): Promise<Answer>;
   /** Logs in at the provider (the real code + PKCE flow) and calls `GET /api/v1/me` with both tokens. */
   signIn(who: LoginAs): Promise<LoginResult & { me: Answer }>;
@@ -55,9 +61,14 @@ export interface StartApiOptions {
    * issuer is another provider); {@link TestApi.dispose} then leaves it open for its owner.
    */
   readonly database?: Database;
+  /** The app's logger; default none. */
+  readonly logger?: FastifyBaseLogger;
 }
 
-/** Builds the app against `provider` on a fresh database of `backend` (or on `database`). */
+/**
+ * Builds the app against `provider` on a fresh database of `backend` (or on `database`). Every
+ * answer is checked against the schemas its route declares (`checkResponses`).
+ */
 export async function startApi(options: StartApiOptions): Promise<TestApi> {
   const config = loadCloudConfig({
     SVC_OIDC_ISSUER: options.provider.issuer,
@@ -90,9 +101,11 @@ export async function startApi(options: StartApiOptions): Promise<TestApi> {
         mail.push(message);
       },
     },
-    logger: false,
+    logger: options.logger ?? false,
     now: () => api.now,
   });
+  const violations = checkResponses(app);
+  const report = violationReporter(violations);
   const call: TestApi['call'] = async (method, url, o = {}) => {
     const headers: Record<string, string> = { ...o.headers };
     if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
@@ -103,6 +116,7 @@ export async function startApi(options: StartApiOptions): Promise<TestApi> {
       headers,
       ...(o.body === undefined ? {} : { payload: o.body as object }),
     });
+    report();
     return { status: response.statusCode, body: response.body === '' ? undefined : response.json() };
   };
   return Object.assign(api, {
@@ -111,6 +125,7 @@ export async function startApi(options: StartApiOptions): Promise<TestApi> {
     database,
     db: database.db,
     mail,
+    violations,
     call,
     async signIn(who: LoginAs) {
       const tokens = await options.provider.login(who);
@@ -120,6 +135,7 @@ export async function startApi(options: StartApiOptions): Promise<TestApi> {
     async dispose() {
       await app.close();
       await dispose();
+      report();
     },
   }) as TestApi;
 }

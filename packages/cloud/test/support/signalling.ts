@@ -4,6 +4,7 @@
  * of the test's own for pilot session tokens. Clients are real `ws` WebSockets.
  */
 import { generateKeyPairSync, type KeyObject, randomUUID, sign } from 'node:crypto';
+import { FakeClock } from '@svc/runtime/testing';
 import { robotChallengePayload, SIGNAL_SUBPROTOCOL } from '@svc/wire';
 import type { FastifyInstance } from 'fastify';
 import { type CryptoKey, generateKeyPair, jwtVerify, SignJWT } from 'jose';
@@ -18,6 +19,7 @@ import {
   SignallingServer,
   type VerifiedSessionToken,
 } from '../../src/signalling/index.js';
+import { checkResponses, violationReporter } from './contract.js';
 import type { DatabaseBackend } from './databases.js';
 import { type LoginAs, TEST_AUDIENCE, TEST_CLIENT_ID, type TestProvider } from './oidc.js';
 
@@ -176,22 +178,13 @@ export function announcement(overrides: Record<string, unknown> = {}): Record<st
   };
 }
 
-/** The test's clock: real time plus an offset the test moves. */
-export class TestClock {
-  private offset = 0;
-  now = (): number => Date.now() + this.offset;
-  advance(ms: number): void {
-    this.offset += ms;
-  }
-}
-
 /** Options of {@link startSignalling}. */
 export interface SignallingHarnessOptions {
   readonly backend: DatabaseBackend;
   readonly provider: TestProvider;
   readonly env?: Record<string, string>;
   /** Overrides of the signalling options (the database, verifier and clock are the harness's). */
-  readonly signalling?: Partial<Omit<SignallingOptions, 'db' | 'verifySessionToken' | 'now'>>;
+  readonly signalling?: Partial<Omit<SignallingOptions, 'db' | 'verifySessionToken' | 'clock'>>;
 }
 
 /** An HTTP answer. */
@@ -207,7 +200,11 @@ export interface SignallingHarness {
   readonly database: Database;
   readonly db: CloudDb;
   readonly signalling: SignallingServer;
-  readonly clock: TestClock;
+  /**
+   * Signalling's clock: time moves only when the test advances it (the wall clock starts at the
+   * real time, so tokens and the HTTP API agree with it).
+   */
+  readonly clock: FakeClock;
   /** `http://127.0.0.1:PORT`. */
   readonly base: string;
   /** `ws://127.0.0.1:PORT/ws`. */
@@ -250,14 +247,14 @@ export async function startSignalling(options: SignallingHarnessOptions): Promis
     ...options.env,
   });
   const { database, dispose: disposeDatabase } = await options.backend.create();
-  const clock = new TestClock();
+  const clock = new FakeClock(0, Date.now());
   const trusted = await generateKeyPair('ES256');
   const foreign = await generateKeyPair('ES256');
   const verifySessionToken = async (token: string): Promise<VerifiedSessionToken> => {
     const { payload } = await jwtVerify(token, trusted.publicKey, {
       algorithms: ['ES256'],
       issuer: TOKEN_ISSUER,
-      currentDate: new Date(clock.now()),
+      currentDate: new Date(clock.wallNow()),
     });
     const { sub, aud, scope, jti, exp } = payload as Record<string, unknown>;
     if (
@@ -277,8 +274,7 @@ export async function startSignalling(options: SignallingHarnessOptions): Promis
     db: database.db,
     verifySessionToken,
     devOpenEnrolment: config.devOpenEnrolment,
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
-    now: clock.now,
+    clock,
     // The tests call sweep() themselves after moving the clock.
     sweepIntervalMs: 3_600_000,
     ...options.signalling,
@@ -300,6 +296,8 @@ export async function startSignalling(options: SignallingHarnessOptions): Promis
   });
   signalling.attach(app.server);
   app.addHook('preClose', () => signalling.close());
+  // Every answer of the API is checked against its route's declared schemas (see contract.ts).
+  const reportViolations = violationReporter(checkResponses(app));
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (address === null || typeof address !== 'object') throw new Error('no address');
@@ -331,7 +329,7 @@ export async function startSignalling(options: SignallingHarnessOptions): Promis
         robotId,
         orgId,
         publicKey: robot.publicKey,
-        enrolledAt: orgId === null ? null : new Date(clock.now()),
+        enrolledAt: orgId === null ? null : new Date(clock.wallNow()),
       });
       return robot;
     },
@@ -350,7 +348,7 @@ export async function startSignalling(options: SignallingHarnessOptions): Promis
       return socket;
     },
     async token(claims) {
-      const now = Math.floor(clock.now() / 1000);
+      const now = Math.floor(clock.wallNow() / 1000);
       return new SignJWT({ scope: claims.scope })
         .setProtectedHeader({ alg: 'ES256' })
         .setIssuer(TOKEN_ISSUER)
@@ -383,12 +381,14 @@ export async function startSignalling(options: SignallingHarnessOptions): Promis
         headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
       });
       const text = await response.text();
+      reportViolations();
       return { status: response.status, body: text === '' ? undefined : JSON.parse(text) };
     },
     async dispose() {
       harness.closeSockets();
       await app.close();
       await disposeDatabase();
+      reportViolations();
     },
   };
   return harness;

@@ -1,6 +1,6 @@
 import dgram from 'node:dgram';
 import { isIP } from 'node:net';
-import { type Logger, silentLogger } from '@svc/runtime';
+import { type Clock, type Logger, silentLogger, systemClock } from '@svc/runtime';
 import { UdpBatchReceiver, type UdpReceiveMode } from '@svc/udp-batch';
 import { MediaError } from '../errors.js';
 
@@ -74,6 +74,8 @@ export interface UdpRtpSourceOptions {
   /** One datagram; `packet` is valid during the call only (the next read reuses its memory). */
   readonly onRtp: (packet: Uint8Array, receivedAtMs: number) => void;
   readonly logger?: Logger;
+  /** The clock of `receivedAtMs`; the process's by default. */
+  readonly clock?: Clock;
   /** Kernel receive buffer; a keyframe arrives as a burst (default 4 MiB). */
   readonly receiveBufferBytes?: number;
   /**
@@ -98,9 +100,10 @@ export class UdpRtpSource {
     this.endpoint = endpoint;
     this.#socket = socket;
     this.#options = options;
+    const clock = options.clock ?? systemClock;
     this.#receiver = new UdpBatchReceiver(socket, {
       native: options.batchedReceives ?? true,
-      onPacket: (packet) => options.onRtp(packet, performance.now()),
+      onPacket: (packet) => options.onRtp(packet, clock.now()),
     });
   }
 

@@ -48,12 +48,4 @@ export {
   type RtspSourceState,
   type RtspSourceStateDetail,
 } from './source.js';
-export {
-  type BackoffPolicy,
-  backoffDelayMs,
-  DEFAULT_BACKOFF,
-  DEFAULT_SESSION_TIMEOUT_S,
-  keepAliveIntervalMs,
-  type Scheduler,
-  systemScheduler,
-} from './timing.js';
+export { DEFAULT_SESSION_TIMEOUT_S, keepAliveIntervalMs } from './timing.js';

@@ -2,11 +2,21 @@
  * A camera feed that stays up: an {@link RtspClient} restarted whenever the camera drops the
  * connection, restarts, or stops sending, with capped exponential backoff and full jitter.
  */
-import { type Logger, redactText, redactUrl, silentLogger } from '@svc/runtime';
+import {
+  Backoff,
+  type Clock,
+  type Logger,
+  RECONNECT_BACKOFF,
+  redactText,
+  redactUrl,
+  safeCall,
+  silentLogger,
+  systemClock,
+  type TimerHandle,
+} from '@svc/runtime';
 import { MediaError } from '../errors.js';
 import type { SdpMedia } from '../sdp.js';
 import { RtspClient, type RtspOptions } from './client.js';
-import { backoffDelayMs, DEFAULT_BACKOFF, type Scheduler, systemScheduler } from './timing.js';
 
 /** What an {@link RtspSource} is doing. */
 export type RtspSourceState = 'connecting' | 'playing' | 'backoff' | 'stopped';
@@ -28,18 +38,14 @@ export interface RtspSourceOptions extends RtspOptions {
   readonly onStateChange?: (state: RtspSourceState, detail?: RtspSourceStateDetail) => void;
   /** A playing session without RTP for this long is restarted. Default 5000 ms. */
   readonly stallTimeoutMs?: number;
-  /** Ceiling of the first retry delay. Default 500 ms. */
+  /** Ceiling of the first retry delay. Default 500 ms ({@link RECONNECT_BACKOFF}). */
   readonly backoffBaseMs?: number;
-  /** Largest retry delay. Default 30 000 ms. */
+  /** Largest retry delay. Default 30 000 ms ({@link RECONNECT_BACKOFF}). */
   readonly backoffCapMs?: number;
   /** A session that delivered packets for this long resets the backoff. Default 10 000 ms. */
   readonly healthyAfterMs?: number;
   /** Uniform draw in [0, 1) for the jitter; `Math.random` by default. */
   readonly random?: () => number;
-  /** Timers (retries, stall detection, and the client's); the process's by default. */
-  readonly scheduler?: Scheduler;
-  /** Monotonic clock in ms; `performance.now()` by default. */
-  readonly now?: () => number;
 }
 
 /** Default of {@link RtspSourceOptions.stallTimeoutMs}. */
@@ -54,29 +60,35 @@ export const DEFAULT_HEALTHY_AFTER_MS = 10_000;
 export class RtspSource {
   readonly #options: RtspSourceOptions;
   readonly #logger: Logger;
-  readonly #scheduler: Scheduler;
-  readonly #now: () => number;
-  readonly #random: () => number;
+  readonly #clock: Clock;
+  readonly #backoff: Backoff;
   readonly #stallTimeoutMs: number;
 
   #state: RtspSourceState | undefined;
   #client: RtspClient | undefined;
   /** Stopping of clients that failed, awaited before the next attempt and by `stop()`. */
   #retiring: Promise<void> = Promise.resolve();
-  #attempt = 0;
-  #retryTimer: unknown;
-  #stallTimer: unknown;
+  #retryTimer: TimerHandle | undefined;
+  #stallTimer: TimerHandle | undefined;
   #firstPacketAt: number | undefined;
   #lastActivityAt = 0;
   #stopping: Promise<void> | undefined;
 
-  /** @param options - Camera, callbacks and policy; see {@link RtspSourceOptions}. */
+  /**
+   * @param options - Camera, callbacks and policy; see {@link RtspSourceOptions}.
+   * @throws TypeError when the backoff's base or cap is not a positive number, or cap < base.
+   */
   constructor(options: RtspSourceOptions) {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
-    this.#scheduler = options.scheduler ?? systemScheduler;
-    this.#now = options.now ?? (() => performance.now());
-    this.#random = options.random ?? Math.random;
+    this.#clock = options.clock ?? systemClock;
+    this.#backoff = new Backoff(
+      {
+        baseMs: options.backoffBaseMs ?? RECONNECT_BACKOFF.baseMs,
+        capMs: options.backoffCapMs ?? RECONNECT_BACKOFF.capMs,
+      },
+      options.random,
+    );
     this.#stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
   }
 
@@ -117,15 +129,14 @@ export class RtspSource {
     this.#setState('connecting');
     const client: RtspClient = new RtspClient({
       url: this.#options.url,
-      scheduler: this.#scheduler,
-      now: this.#now,
+      clock: this.#clock,
       ...(this.#options.transport === undefined ? {} : { transport: this.#options.transport }),
       ...(this.#options.logger === undefined ? {} : { logger: this.#options.logger }),
       ...(this.#options.userAgent === undefined ? {} : { userAgent: this.#options.userAgent }),
       ...(this.#options.timeoutMs === undefined ? {} : { timeoutMs: this.#options.timeoutMs }),
       onDescription: (media) => {
         if (this.#client === client)
-          this.#safeCall('onDescription', () => this.#options.onDescription?.(media));
+          safeCall(this.#logger, 'onDescription', () => this.#options.onDescription?.(media));
       },
       onRtp: (packet, receivedAtMs) => this.#onPacket(client, packet, receivedAtMs),
       onError: (error) => this.#onFailure(client, error),
@@ -134,7 +145,7 @@ export class RtspSource {
     client.start().then(
       () => {
         if (this.#client !== client) return;
-        this.#lastActivityAt = this.#now();
+        this.#lastActivityAt = this.#clock.now();
         this.#setState('playing');
         this.#armStallCheck(this.#stallTimeoutMs);
       },
@@ -148,20 +159,31 @@ export class RtspSource {
     );
   }
 
+  /** Runs per packet: allocates nothing. */
   #onPacket(client: RtspClient, packet: Uint8Array, receivedAtMs: number): void {
     if (this.#client !== client) return;
-    this.#lastActivityAt = this.#now();
-    this.#firstPacketAt ??= this.#lastActivityAt;
-    this.#safeCall('onRtp', () => this.#options.onRtp?.(packet, receivedAtMs));
+    this.#lastActivityAt = receivedAtMs;
+    this.#firstPacketAt ??= receivedAtMs;
+    const onRtp = this.#options.onRtp;
+    if (onRtp === undefined) return;
+    // Not safeCall: a closure per packet is too much on this path.
+    try {
+      onRtp(packet, receivedAtMs);
+    } catch (err) {
+      this.#logger.error(
+        { err, listener: 'onRtp' },
+        'an RtspSource onRtp callback threw; the feed carries on',
+      );
+    }
   }
 
   /** Restarts the session when no packet came for the stall timeout. */
   #armStallCheck(delayMs: number): void {
-    this.#stallTimer = this.#scheduler.setTimeout(() => {
+    this.#stallTimer = this.#clock.setTimeout(() => {
       this.#stallTimer = undefined;
       const client = this.#client;
       if (client === undefined || this.#state !== 'playing') return;
-      const idleMs = this.#now() - this.#lastActivityAt;
+      const idleMs = this.#clock.now() - this.#lastActivityAt;
       if (idleMs >= this.#stallTimeoutMs) {
         this.#onFailure(
           client,
@@ -182,32 +204,27 @@ export class RtspSource {
     this.#client = undefined;
     this.#clearTimer('stall');
     const healthyAfterMs = this.#options.healthyAfterMs ?? DEFAULT_HEALTHY_AFTER_MS;
-    if (this.#firstPacketAt !== undefined && this.#now() - this.#firstPacketAt >= healthyAfterMs)
-      this.#attempt = 0;
-    const retryInMs = backoffDelayMs(this.#attempt, this.#random, {
-      baseMs: this.#options.backoffBaseMs ?? DEFAULT_BACKOFF.baseMs,
-      capMs: this.#options.backoffCapMs ?? DEFAULT_BACKOFF.capMs,
-    });
-    this.#attempt++;
+    if (this.#firstPacketAt !== undefined && this.#clock.now() - this.#firstPacketAt >= healthyAfterMs)
+      this.#backoff.reset();
+    const retryInMs = this.#backoff.next();
     this.#logger.warn(
       { url: redactUrl(this.#options.url), code: error.code, retryInMs },
       `RTSP source will reconnect: ${error.message}`,
     );
     this.#retiring = Promise.all([this.#retiring, client.stop()]).then(() => undefined);
     this.#setState('backoff', { error, retryInMs });
-    this.#retryTimer = this.#scheduler.setTimeout(() => {
+    this.#retryTimer = this.#clock.setTimeout(() => {
       this.#retryTimer = undefined;
       this.#retiring.then(
         () => this.#connect(),
         (err: unknown) =>
-          this.#logger.error({}, `RTSP source could not retire a session: ${redactText(String(err))}`),
+          this.#logger.error({ err }, `RTSP source could not retire a session: ${redactText(String(err))}`),
       );
     }, retryInMs);
   }
 
   #clearTimer(which: 'retry' | 'stall'): void {
-    const handle = which === 'retry' ? this.#retryTimer : this.#stallTimer;
-    if (handle !== undefined) this.#scheduler.clearTimeout(handle);
+    this.#clock.clearTimeout(which === 'retry' ? this.#retryTimer : this.#stallTimer);
     if (which === 'retry') this.#retryTimer = undefined;
     else this.#stallTimer = undefined;
   }
@@ -219,19 +236,10 @@ export class RtspSource {
   }
 
   #emitState(state: RtspSourceState, detail?: RtspSourceStateDetail): void {
-    this.#safeCall('onStateChange', () =>
+    safeCall(this.#logger, 'onStateChange', () =>
       detail === undefined
         ? this.#options.onStateChange?.(state)
         : this.#options.onStateChange?.(state, detail),
     );
-  }
-
-  /** Calls back into the user's code; an exception there is logged, never lost or fatal. */
-  #safeCall(name: string, call: () => void): void {
-    try {
-      call();
-    } catch (err) {
-      this.#logger.error({ callback: name }, `RtspSource ${name} callback threw: ${redactText(String(err))}`);
-    }
   }
 }

@@ -1,19 +1,7 @@
 /**
- * Time as an injected dependency of the RTSP client and source, and the pure arithmetic of
- * their timers (keep-alive period, reconnection backoff), so tests run them without sleeping.
+ * The arithmetic of RTSP's keep-alive timer (RFC 2326 §12.37): how often a session that times
+ * out after a given number of seconds must be refreshed.
  */
-
-/** A `setTimeout`-like timer service. Handles are opaque. */
-export interface Scheduler {
-  setTimeout(callback: () => void, delayMs: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-/** The process's own timers. */
-export const systemScheduler: Scheduler = Object.freeze({
-  setTimeout: (callback: () => void, delayMs: number): unknown => setTimeout(callback, delayMs),
-  clearTimeout: (handle: unknown): void => clearTimeout(handle as ReturnType<typeof setTimeout>),
-});
 
 /** Session timeout assumed when the server names none (RFC 2326 §12.37). */
 export const DEFAULT_SESSION_TIMEOUT_S = 60;
@@ -34,33 +22,4 @@ export function keepAliveIntervalMs(timeoutS: number): number {
       ? Math.min(timeoutS, MAX_SESSION_TIMEOUT_S)
       : DEFAULT_SESSION_TIMEOUT_S;
   return Math.max(MIN_KEEP_ALIVE_MS, Math.floor((seconds * 1000) / 2));
-}
-
-/** Parameters of {@link backoffDelayMs}. */
-export interface BackoffPolicy {
-  /** Ceiling of the first retry. */
-  readonly baseMs: number;
-  /** No ceiling grows beyond this. */
-  readonly capMs: number;
-}
-
-/** Reconnection backoff of `RtspSource`: 500 ms doubling up to 30 s. */
-export const DEFAULT_BACKOFF: BackoffPolicy = Object.freeze({ baseMs: 500, capMs: 30_000 });
-
-/**
- * Delay before retry number `attempt` (0 for the first): "full jitter", a uniform draw in
- * `[0, min(cap, base * 2^attempt))`, so many robots that lost the same camera do not reconnect
- * in lockstep.
- *
- * @param random - A uniform draw in `[0, 1)`, like `Math.random`.
- */
-export function backoffDelayMs(
-  attempt: number,
-  random: () => number,
-  policy: BackoffPolicy = DEFAULT_BACKOFF,
-): number {
-  const exponent = Math.min(Math.max(0, Math.floor(attempt)), 40);
-  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** exponent);
-  const draw = Math.min(Math.max(random(), 0), 1);
-  return Math.min(Math.floor(draw * ceiling), Math.max(0, ceiling - 1));
 }

@@ -1,5 +1,5 @@
+import { consoleLogger, type Logger, safeCall } from '@svc/runtime';
 import { type AssembledFrame, type FrameLoss, seqDiff16, seqDiff32 } from '@svc/wire';
-import { reportListenerError } from '../listener.js';
 import { codecFamily, explainUnsupported, type VideoCodecFamily } from './codec.js';
 import { VideoStats } from './stats.js';
 
@@ -77,6 +77,8 @@ export interface VideoChannelDecoderOptions {
   readonly lossPolicy: LossPolicy;
   /** The local clock, ms (default `performance.now()`). */
   readonly now?: () => number;
+  /** Where a callback's exception is reported (default `consoleLogger()`). */
+  readonly logger?: Logger;
   /** Counters go here (default: a private instance). */
   readonly stats?: VideoStats;
   /**
@@ -128,6 +130,7 @@ export class VideoChannelDecoder {
   readonly #onStateChange: VideoChannelDecoderOptions['onStateChange'];
   #lossPolicy: LossPolicy;
   readonly #now: () => number;
+  readonly #logger: Logger;
   readonly #maxDecodeQueue: number;
   #state: VideoChannelDecoderState = { kind: 'idle' };
   #decoder: VideoDecoder | undefined;
@@ -173,6 +176,7 @@ export class VideoChannelDecoder {
     this.#onStateChange = options.onStateChange;
     this.#lossPolicy = options.lossPolicy;
     this.#now = options.now ?? (() => performance.now());
+    this.#logger = options.logger ?? consoleLogger();
     this.stats = options.stats ?? new VideoStats({ now: this.#now });
     this.#maxDecodeQueue = maxQueue;
   }
@@ -450,11 +454,7 @@ export class VideoChannelDecoder {
     }
     const decodedMs = this.#now();
     this.stats.recordDecoded(decodedMs - pending.submittedMs);
-    try {
-      this.#onFrame(frame, { ...pending, decodedMs });
-    } catch (err) {
-      reportListenerError(err);
-    }
+    safeCall(this.#logger, 'onFrame', () => this.#onFrame(frame, { ...pending, decodedMs }));
   }
 
   /** The decoder failed: drop it, wait for a keyframe on a fresh one, and ask for that keyframe. */
@@ -536,21 +536,13 @@ export class VideoChannelDecoder {
 
   #requestKeyframe(reason: KeyframeRequestReason): void {
     this.stats.recordKeyframeRequest();
-    try {
-      this.#onRequestKeyframe(reason);
-    } catch (err) {
-      reportListenerError(err);
-    }
+    safeCall(this.#logger, 'onRequestKeyframe', () => this.#onRequestKeyframe(reason));
   }
 
   #setState(state: VideoChannelDecoderState): void {
     this.#state = state;
-    if (this.#onStateChange === undefined) return;
-    try {
-      this.#onStateChange(state);
-    } catch (err) {
-      reportListenerError(err);
-    }
+    const listener = this.#onStateChange;
+    if (listener !== undefined) safeCall(this.#logger, 'onStateChange', () => listener(state));
   }
 }
 

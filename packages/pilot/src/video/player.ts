@@ -1,5 +1,5 @@
+import { consoleLogger, type Logger, safeCall } from '@svc/runtime';
 import type { AssembledFrame, FrameLoss } from '@svc/wire';
-import { reportListenerError } from '../listener.js';
 import {
   type DecodedFrameMeta,
   type KeyframeRequestReason,
@@ -42,6 +42,8 @@ export interface VideoChannelPlayerOptions {
   readonly now?: () => number;
   /** Paint scheduler (default `requestAnimationFrame`). */
   readonly requestFrame?: RequestFrame;
+  /** Where a callback's exception is reported (default `consoleLogger()`). */
+  readonly logger?: Logger;
 }
 
 /**
@@ -58,6 +60,7 @@ export class VideoChannelPlayer {
   readonly #presenter: CanvasPresenter<DecodedFrameMeta>;
   readonly #onStateChange: VideoChannelPlayerOptions['onStateChange'];
   readonly #onPaint: VideoChannelPlayerOptions['onPaint'];
+  readonly #logger: Logger;
   #showingMessage = false;
   /** Whether the daemon's clock offset is known (latency is meaningless before). */
   #clockKnown: boolean;
@@ -67,6 +70,8 @@ export class VideoChannelPlayer {
 
   constructor(options: VideoChannelPlayerOptions) {
     const now = options.now ?? (() => performance.now());
+    const logger = options.logger ?? consoleLogger();
+    this.#logger = logger;
     this.#container = options.container;
     this.#onStateChange = options.onStateChange;
     this.#onPaint = options.onPaint;
@@ -83,6 +88,7 @@ export class VideoChannelPlayer {
       presentationDelayMs: options.presentationDelayMs,
       now,
       stats: this.#stats,
+      logger,
       ...(options.requestFrame !== undefined && { requestFrame: options.requestFrame }),
       onPaint: (report) => this.#painted(report),
     });
@@ -90,6 +96,7 @@ export class VideoChannelPlayer {
       codec: options.codec,
       lossPolicy: options.lossPolicy,
       now,
+      logger,
       stats: this.#stats,
       onFrame: (frame, meta) => {
         if (meta.replayed) {
@@ -186,12 +193,8 @@ export class VideoChannelPlayer {
       clearVideoMessage(this.#container);
       this.#showingMessage = false;
     }
-    if (this.#onStateChange === undefined) return;
-    try {
-      this.#onStateChange(state);
-    } catch (err) {
-      reportListenerError(err);
-    }
+    const listener = this.#onStateChange;
+    if (listener !== undefined) safeCall(this.#logger, 'onStateChange', () => listener(state));
   }
 
   #painted(report: PaintReport<DecodedFrameMeta>): void {
@@ -208,6 +211,7 @@ export class VideoChannelPlayer {
     const latencyMs = this.#clockKnown
       ? this.#stats.recordLatency(report.paintMs, report.meta.senderTimestampUs)
       : Number.NaN;
-    this.#onPaint?.({ ...report, latencyMs });
+    const listener = this.#onPaint;
+    if (listener !== undefined) safeCall(this.#logger, 'onPaint', () => listener({ ...report, latencyMs }));
   }
 }

@@ -1,4 +1,4 @@
-import { reportListenerError } from '../listener.js';
+import { consoleLogger, type Logger, safeCall } from '@svc/runtime';
 import { VideoStats } from './stats.js';
 
 /** What the presenter needs to know about a frame besides its pixels. */
@@ -47,6 +47,8 @@ export interface CanvasPresenterOptions<M extends PresentMeta = PresentMeta> {
   readonly stats?: VideoStats;
   /** Called after each paint. */
   readonly onPaint?: (report: PaintReport<M>) => void;
+  /** Where a callback's exception and a canvas that cannot be painted are reported (default `consoleLogger()`). */
+  readonly logger?: Logger;
   /**
    * A frame that arrives more than this much earlier than the clock mapping predicts moves the
    * mapping to it (default 50 ms), so a slow first frame does not add its delay to all others.
@@ -108,6 +110,7 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
   readonly #now: () => number;
   readonly #requestFrame: RequestFrame;
   readonly #onPaint: ((report: PaintReport<M>) => void) | undefined;
+  readonly #logger: Logger;
   readonly #maxDriftMs: number;
   readonly #maxLateStreak: number;
   readonly #maxQueued: number;
@@ -133,6 +136,7 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     this.#requestFrame = options.requestFrame ?? defaultRequestFrame();
     this.stats = options.stats ?? new VideoStats({ now: this.#now });
     this.#onPaint = options.onPaint;
+    this.#logger = options.logger ?? consoleLogger();
     this.#maxDriftMs = options.maxDriftMs ?? 50;
     this.#maxLateStreak = options.maxLateStreak ?? 10;
     this.#maxQueued = options.maxQueued ?? 16;
@@ -283,7 +287,7 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
         this.#paint(shown, nowMs);
       } catch (err) {
         // A canvas that cannot be drawn on (no 2D context) must not stop the paint loop silently.
-        reportListenerError(err);
+        this.#logger.error({ err }, 'a frame could not be painted');
       }
     }
     if (this.#queue.length > 0) this.#schedule();
@@ -305,13 +309,11 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
       frame.close();
     }
     this.stats.recordPainted();
-    if (this.#onPaint !== undefined) {
-      try {
-        this.#onPaint({ meta: q.meta, paintMs: nowMs, dueMs: q.dueMs, late: q.late });
-      } catch (err) {
-        reportListenerError(err);
-      }
-    }
+    const listener = this.#onPaint;
+    if (listener !== undefined)
+      safeCall(this.#logger, 'onPaint', () =>
+        listener({ meta: q.meta, paintMs: nowMs, dueMs: q.dueMs, late: q.late }),
+      );
   }
 
   #context2d(): Context2D {

@@ -7,7 +7,6 @@ export {
   CertificateRotation,
   type CertificateRotationOptions,
   type CertificateSource,
-  type RotationClock,
 } from './rotation.js';
 export {
   type CertificateMaterial,

@@ -1,3 +1,4 @@
+import { type Clock, systemClock, type TimerHandle } from '@svc/runtime';
 import {
   type CertificateMaterial,
   createSelfSignedCertificate,
@@ -9,16 +10,6 @@ import {
 export interface CertificateSource {
   /** The certificate and key to use for the next connection. */
   current(): CertificateMaterial;
-}
-
-/** Time and timers, injected so tests can drive the schedule. */
-export interface RotationClock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-  /** Runs `fn` after `ms` milliseconds; returns a handle for {@link RotationClock.clearTimeout}. */
-  setTimeout(fn: () => void, ms: number): unknown;
-  /** Cancels a timer made by {@link RotationClock.setTimeout}. */
-  clearTimeout(handle: unknown): void;
 }
 
 /** Options of {@link CertificateRotation.start}. */
@@ -43,8 +34,11 @@ export interface CertificateRotationOptions {
   initial?: CertificateMaterial;
   /** Delay before retrying a failed rotation, in milliseconds; defaults to 60 000. */
   retryDelayMs?: number;
-  /** Time and timers; defaults to the system clock with unreferenced Node timers. */
-  clock?: RotationClock;
+  /**
+   * Time and timers; defaults to the process's (`systemClock`, whose timers do not keep it
+   * alive). Certificate validity is reckoned on its wall clock (`wallNow()`).
+   */
+  clock?: Clock;
   /** Makes a certificate; defaults to {@link createSelfSignedCertificate}. Injected by tests. */
   generate?: (options: SelfSignedCertificateOptions) => Promise<CertificateMaterial>;
   /** Called after each rotation with the new and the previous certificate; announce `hashes()` here. */
@@ -55,17 +49,6 @@ export interface CertificateRotationOptions {
    */
   onError?: (err: unknown) => void;
 }
-
-/** The default clock: `Date.now` and Node timers that do not keep the process alive. */
-const systemClock: RotationClock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const timer = setTimeout(fn, ms);
-    timer.unref();
-    return timer;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
 
 /** Node timers hold at most 2^31 - 1 ms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -88,7 +71,7 @@ export class CertificateRotation implements CertificateSource {
   readonly #onError: CertificateRotationOptions['onError'];
   #current: CertificateMaterial;
   #previous: CertificateMaterial | undefined;
-  #timer: unknown;
+  #timer: TimerHandle | undefined;
   #stopped = false;
   #rotating: Promise<CertificateMaterial> | undefined;
 
@@ -124,8 +107,8 @@ export class CertificateRotation implements CertificateSource {
     const clock = options.clock ?? systemClock;
     const generate = options.generate ?? createSelfSignedCertificate;
     const reusable =
-      options.initial !== undefined && options.initial.notAfter.getTime() - clock.now() > 3_600_000;
-    const first = reusable ? options.initial! : await generate(certificateOptions(options, clock.now()));
+      options.initial !== undefined && options.initial.notAfter.getTime() - clock.wallNow() > 3_600_000;
+    const first = reusable ? options.initial! : await generate(certificateOptions(options, clock.wallNow()));
     const rotation = new CertificateRotation(options, first);
     rotation.#schedule();
     return rotation;
@@ -140,7 +123,7 @@ export class CertificateRotation implements CertificateSource {
   previous(): CertificateMaterial | undefined {
     const previous = this.#previous;
     if (previous === undefined) return undefined;
-    return previous.notAfter.getTime() > this.#options.clock.now() ? previous : undefined;
+    return previous.notAfter.getTime() > this.#options.clock.wallNow() ? previous : undefined;
   }
 
   /** SHA-256 hashes to announce to pilots: the current certificate first, then the previous one if still valid. */
@@ -159,9 +142,11 @@ export class CertificateRotation implements CertificateSource {
   /**
    * Replaces the certificate now (for example after the clock jumped) and reschedules.
    * Concurrent calls share one rotation.
+   *
+   * @throws TypeError (as a rejection) after {@link CertificateRotation.stop}.
    */
   rotateNow(): Promise<CertificateMaterial> {
-    if (this.#stopped) return Promise.reject(new Error('the certificate rotation is stopped'));
+    if (this.#stopped) return Promise.reject(new TypeError('the certificate rotation is stopped'));
     this.#rotating ??= this.#rotate();
     return this.#rotating;
   }
@@ -177,7 +162,7 @@ export class CertificateRotation implements CertificateSource {
     const { clock, generate } = this.#options;
     let next: CertificateMaterial;
     try {
-      next = await generate(certificateOptions(this.#options, clock.now()));
+      next = await generate(certificateOptions(this.#options, clock.wallNow()));
     } catch (err) {
       this.#rotating = undefined;
       if (!this.#stopped) this.#arm(this.#options.retryDelayMs);
@@ -194,7 +179,7 @@ export class CertificateRotation implements CertificateSource {
   }
 
   #schedule(): void {
-    this.#arm(Math.max(0, this.nextRotationAt() - this.#options.clock.now()));
+    this.#arm(Math.max(0, this.nextRotationAt() - this.#options.clock.wallNow()));
   }
 
   #arm(delayMs: number): void {

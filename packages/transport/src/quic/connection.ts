@@ -1,113 +1,30 @@
-import { TransportError, type TransportErrorCode } from '../errors.js';
-import { type NativeConnection, type NativeHostPort, quiche, quicheError } from './binding.js';
-import { type EventMap, type Listener, TypedEmitter } from './emitter.js';
-
 /**
- * Which {@link TransportError} code each QUIC failure raises. The shared error union has no
- * QUIC-specific codes yet; this table is the one place to change when it gets them.
+ * One QUIC connection of the endpoint: its life as one `state` union, the packets in and out of
+ * quiche, and the public stream and datagram operations. Stream bookkeeping is in `streams.ts`,
+ * datagrams in `datagrams.ts`, the timers in `timers.ts`.
  */
-const ERROR_CODES = {
-  /** The connection is closed or closing. */
-  connectionClosed: 'closed',
-  /** The stream does not exist (any more) or is in a state that forbids the operation. */
-  streamState: 'stream-state',
-  /** The peer asked us to stop sending on the stream (STOP_SENDING). */
-  streamStopped: 'stream-stopped',
-  /** Opening another stream would exceed the peer's stream limit. */
-  streamLimit: 'stream-limit',
-  /** A datagram larger than {@link QuicConnection.maxDatagramSize}. */
-  datagramTooLarge: 'datagram-too-large',
-  /** The peer did not enable datagrams, or the handshake is not complete. */
-  datagramUnavailable: 'datagram-unavailable',
-} as const satisfies Record<string, TransportErrorCode>;
-
-/** A UDP address as the binding passes it. */
-export interface SocketAddress {
-  /** IP address literal. */
-  readonly host: string;
-  /** UDP port. */
-  readonly port: number;
-}
-
-/** Who ended a connection. */
-export type CloseInitiator = 'local' | 'peer' | 'idle-timeout' | 'endpoint';
-
-/** Why a connection ended. */
-export interface QuicCloseInfo {
-  /**
-   * `local`: this side called {@link QuicConnection.close} or quiche closed on a protocol error;
-   * `peer`: the peer sent CONNECTION_CLOSE; `idle-timeout`: nothing was heard for the idle
-   * timeout; `endpoint`: the endpoint was closed.
-   */
-  readonly initiator: CloseInitiator;
-  /** True when `code` is an application (HTTP/3) error code, false for a QUIC transport error code. */
-  readonly applicationError: boolean;
-  /** The error code from the CONNECTION_CLOSE frame (0 when none was exchanged). */
-  readonly code: number;
-  /** The reason phrase from the CONNECTION_CLOSE frame, decoded as UTF-8. */
-  readonly reason: string;
-}
-
-/** What {@link QuicConnection.streamRecv} returns when there is something to report. */
-export type StreamRead =
-  | {
-      /** Stream bytes, in order. */
-      readonly type: 'data';
-      /** The bytes read (a fresh copy owned by the caller; may be empty when only `fin` arrived). */
-      readonly data: Uint8Array;
-      /** True when this read reached the end of the stream. */
-      readonly fin: boolean;
-    }
-  | {
-      /** The peer reset its sending side (RESET_STREAM). */
-      readonly type: 'reset';
-      /** The application error code of the RESET_STREAM frame. */
-      readonly errorCode: number;
-    };
-
-/** Congestion and loss figures of a connection's active path (quiche `path_stats` and `stats`). */
-export interface QuicConnectionStats {
-  /** Smoothed round-trip time in milliseconds. The binding truncates it to whole milliseconds. */
-  readonly rttMs: number;
-  /** Congestion window in bytes. */
-  readonly cwndBytes: number;
-  /** quiche's latest delivery-rate estimate, in bytes per second. */
-  readonly deliveryRateBps: number;
-  /** Packets declared lost. */
-  readonly lostPackets: number;
-  /** Packets sent. */
-  readonly sentPackets: number;
-  /** Packets received. */
-  readonly recvPackets: number;
-  /** Packets retransmitted. */
-  readonly retransmittedPackets: number;
-  /** Bytes sent. */
-  readonly sentBytes: number;
-  /** Bytes received. */
-  readonly recvBytes: number;
-  /** Bytes lost. */
-  readonly lostBytes: number;
-  /** Path MTU quiche currently uses, in bytes. */
-  readonly pmtuBytes: number;
-  /** Datagrams queued in quiche waiting for the congestion window. */
-  readonly sendQueueDatagrams: number;
-  /** Bytes of datagrams queued in quiche waiting for the congestion window. */
-  readonly sendQueueBytes: number;
-}
-
-/** Events of a {@link QuicConnection}. */
-export interface QuicConnectionEvents extends EventMap {
-  /**
-   * A stream has data, a FIN or a reset to read (also the first sign of a stream the peer
-   * opened). Read it with {@link QuicConnection.streamRecv} until it returns `null`; a stream
-   * left unread is announced again after the next packet.
-   */
-  streamReadable: [streamId: number];
-  /** A datagram arrived (a fresh buffer owned by the listener). */
-  datagram: [bytes: Uint8Array];
-  /** The connection is gone; emitted once, after which every method throws or returns nothing. */
-  closed: [info: QuicCloseInfo];
-}
+import { type Clock, TypedEmitter } from '@svc/runtime';
+import { TransportError } from '../errors.js';
+import { type NativeConnection, type NativeHostPort, quiche, quicheError } from './binding.js';
+import { maxDatagramSize, sendDatagram } from './datagrams.js';
+import { reportingLogger } from './report.js';
+import {
+  checkErrorCode,
+  checkStreamId,
+  QUIC_ERROR_CODES,
+  ServerStreamIds,
+  streamError,
+  WritableWaiters,
+} from './streams.js';
+import { DeadlineTimer, DeferredFlush } from './timers.js';
+import type {
+  CloseInitiator,
+  QuicCloseInfo,
+  QuicConnectionEvents,
+  QuicConnectionStats,
+  SocketAddress,
+  StreamRead,
+} from './types.js';
 
 /** What a connection needs from the endpoint that owns its socket. Internal to the QUIC layer. */
 export interface ConnectionHost {
@@ -128,24 +45,27 @@ export interface ConnectionHost {
   reportError(err: unknown): void;
   /** Scratch buffer for `streamRecv`. */
   readonly recvBuffer: Uint8Array;
+  /** Time and timers (quiche's deadline). */
+  readonly clock: Clock;
 }
 
-/** A writer waiting for stream capacity. */
-interface WritableWaiter {
-  readonly streamId: number;
-  readonly bytes: number;
-  readonly resolve: () => void;
-  readonly reject: (err: unknown) => void;
-}
+/**
+ * The life of a {@link QuicConnection}; each variant holds what is valid in it.
+ *
+ * - `handshaking` → `open` when quiche completes the handshake;
+ * - `handshaking` | `open` → `closing` when this side calls `close()` (quiche's closing period);
+ * - any but `closed` → `terminating` when the endpoint shuts down (within one call);
+ * - any but `closed` → `closed` once quiche is done: the `closed` event.
+ */
+type ConnectionState =
+  | { readonly kind: 'handshaking' }
+  | { readonly kind: 'open' }
+  | { readonly kind: 'closing'; readonly established: boolean }
+  | { readonly kind: 'terminating'; readonly established: boolean }
+  | { readonly kind: 'closed'; readonly established: boolean; readonly info: QuicCloseInfo };
 
 const utf8Decoder = new TextDecoder();
 const utf8Encoder = new TextEncoder();
-
-/** A timer due this much later than quiche's deadline is re-armed; Node's timers are whole ms anyway. */
-const TIMER_SLACK_MS = 1;
-
-/** First stream id a server opens, by direction (RFC 9000 §2.1: low bits 0b01 and 0b11). */
-const SERVER_STREAM_BASE = { bidi: 1, uni: 3 } as const;
 
 /**
  * One QUIC connection accepted by a {@link QuicEndpoint}: streams, datagrams, stats and close.
@@ -163,17 +83,13 @@ export class QuicConnection {
   readonly #host: ConnectionHost;
   readonly #local: NativeHostPort;
   readonly #events: TypedEmitter<QuicConnectionEvents>;
+  readonly #timer: DeadlineTimer;
+  readonly #deferredFlush: DeferredFlush;
+  readonly #waiters = new WritableWaiters();
+  readonly #streamIds = new ServerStreamIds();
   #peer: NativeHostPort;
-  #timer: NodeJS.Timeout | undefined;
-  /** When {@link QuicConnection.#timer} fires, on the `performance.now()` clock. */
-  #timerDeadline = 0;
-  #flushImmediate: NodeJS.Immediate | undefined;
-  #established = false;
-  #closeInfo: QuicCloseInfo | undefined;
-  #closingByEndpoint = false;
-  #closeCalled = false;
-  #waiters: WritableWaiter[] = [];
-  #nextStream = { bidi: 0, uni: 0 };
+  #state: ConnectionState = { kind: 'handshaking' };
+  #latePackets = 0;
 
   /** @param routingKeys - hex connection ids the endpoint files this connection under, ours first. */
   constructor(
@@ -189,19 +105,18 @@ export class QuicConnection {
     this.#peer = peer;
     this.routingKeys = routingKeys;
     this.id = routingKeys[0] ?? '';
-    this.#events = new TypedEmitter((err) => host.reportError(err));
+    this.#events = new TypedEmitter(reportingLogger((err) => host.reportError(err)));
+    this.#timer = new DeadlineTimer(host.clock, () => this.#guarded(this.#onTimer));
+    this.#deferredFlush = new DeferredFlush(() => this.#guarded(this.#flush));
   }
 
   /** Adds a listener; returns a function that removes it. */
-  on<K extends keyof QuicConnectionEvents>(
-    event: K,
-    listener: Listener<QuicConnectionEvents, K>,
-  ): () => void {
+  on<K extends keyof QuicConnectionEvents>(event: K, listener: QuicConnectionEvents[K]): () => void {
     return this.#events.on(event, listener);
   }
 
   /** Removes a listener. */
-  off<K extends keyof QuicConnectionEvents>(event: K, listener: Listener<QuicConnectionEvents, K>): void {
+  off<K extends keyof QuicConnectionEvents>(event: K, listener: QuicConnectionEvents[K]): void {
     this.#events.off(event, listener);
   }
 
@@ -220,19 +135,25 @@ export class QuicConnection {
     return this.#native.serverName() ?? undefined;
   }
 
-  /** True once the handshake completed. */
+  /** True once the handshake completed (and still after the connection closed). */
   get established(): boolean {
-    return this.#established;
+    const state = this.#state;
+    return state.kind === 'open' || ('established' in state && state.established);
   }
 
   /** True once the connection is gone (the `closed` event has been emitted). */
   get closed(): boolean {
-    return this.#closeInfo !== undefined;
+    return this.#state.kind === 'closed';
   }
 
   /** Why the connection closed, once it has. */
   get closeInfo(): QuicCloseInfo | undefined {
-    return this.#closeInfo;
+    return this.#state.kind === 'closed' ? this.#state.info : undefined;
+  }
+
+  /** Datagrams that reached the connection after it closed, ignored. */
+  get latePackets(): number {
+    return this.#latePackets;
   }
 
   /** quiche's trace id, for logs. */
@@ -246,8 +167,9 @@ export class QuicConnection {
    * @returns how many bytes quiche accepted; fewer than `bytes.length` (possibly 0) when flow
    *   control or the congestion window is short. Wait with {@link QuicConnection.waitWritable} and
    *   send the rest. With `fin`, the FIN is only sent if every byte was accepted.
-   * @throws TransportError `closed` when the connection or stream is closed or the peer sent
-   *   STOP_SENDING; `stream-creation-error` beyond the peer's stream limit.
+   * @throws TransportError `closed` when the connection is closed, `stream-stopped` when the peer
+   *   sent STOP_SENDING, `stream-limit` beyond the peer's stream limit, `stream-state` otherwise.
+   * @throws TypeError for a stream id that is not a non-negative safe integer.
    */
   streamSend(streamId: number, bytes: Uint8Array, fin = false): number {
     checkStreamId(streamId);
@@ -257,9 +179,9 @@ export class QuicConnection {
       // quiche copies the bytes into its stream buffer: the caller may reuse `bytes` afterwards.
       written = this.#native.streamSend(streamId, bytes, fin);
     } catch (err) {
-      throw this.#streamError(err, streamId, 'send on');
+      throw streamError(err, streamId, 'send on');
     }
-    this.#scheduleFlush();
+    this.#deferredFlush.schedule();
     return written ?? 0;
   }
 
@@ -268,8 +190,9 @@ export class QuicConnection {
    *
    * @returns the data (and whether it ends the stream), a reset signalled by the peer, or `null`
    *   when nothing is available now.
-   * @throws TransportError `closed` when the connection is closed or the stream no longer exists
-   *   (for example after its FIN was read).
+   * @throws TransportError `closed` when the connection is closed, `stream-state` when the stream
+   *   no longer exists (for example after its FIN was read).
+   * @throws TypeError for a stream id that is not a non-negative safe integer.
    */
   streamRecv(streamId: number, maxBytes = this.#host.recvBuffer.byteLength): StreamRead | null {
     checkStreamId(streamId);
@@ -282,15 +205,15 @@ export class QuicConnection {
     } catch (err) {
       const quicheErr = quicheError(err);
       if (quicheErr?.kind === 'StreamReset') {
-        this.#scheduleFlush();
+        this.#deferredFlush.schedule();
         return { type: 'reset', errorCode: quicheErr.value ?? 0 };
       }
-      throw this.#streamError(err, streamId, 'read from');
+      throw streamError(err, streamId, 'read from');
     }
     if (result === null) return null;
     const [read, fin] = result;
     // Reading frees flow-control credit: quiche may now send MAX_STREAM_DATA / MAX_DATA.
-    this.#scheduleFlush();
+    this.#deferredFlush.schedule();
     return { type: 'data', data: view.slice(0, read), fin };
   }
 
@@ -298,7 +221,9 @@ export class QuicConnection {
    * True when stream `streamId` can take `bytes` more bytes now. When it cannot, quiche tells the
    * peer the stream is blocked.
    *
-   * @throws TransportError `closed` when the stream is closed or stopped by the peer.
+   * @throws TransportError `closed` when the connection is closed; `stream-stopped` or
+   *   `stream-state` when the stream is stopped by the peer or gone.
+   * @throws TypeError for a stream id that is not a non-negative safe integer.
    */
   streamWritable(streamId: number, bytes = 1): boolean {
     checkStreamId(streamId);
@@ -306,7 +231,7 @@ export class QuicConnection {
     try {
       return this.#native.streamWritable(streamId, bytes);
     } catch (err) {
-      throw this.#streamError(err, streamId, 'check capacity of');
+      throw streamError(err, streamId, 'check capacity of');
     }
   }
 
@@ -322,9 +247,7 @@ export class QuicConnection {
     } catch (err) {
       return Promise.reject(err);
     }
-    return new Promise((resolve, reject) => {
-      this.#waiters.push({ streamId, bytes, resolve, reject });
-    });
+    return this.#waiters.wait(streamId, bytes);
   }
 
   /**
@@ -332,6 +255,7 @@ export class QuicConnection {
    * sends RESET_STREAM, both with the application error code `errorCode`.
    *
    * @throws TransportError `closed` when the connection is closed.
+   * @throws TypeError for a stream id or error code that is not a non-negative safe integer.
    */
   streamShutdown(streamId: number, direction: 'read' | 'write', errorCode: number): void {
     checkStreamId(streamId);
@@ -342,9 +266,9 @@ export class QuicConnection {
       // Returns null (quiche's Done) when that side was already shut down: nothing to do.
       this.#native.streamShutdown(streamId, shutdown, errorCode);
     } catch (err) {
-      throw this.#streamError(err, streamId, 'shut down');
+      throw streamError(err, streamId, 'shut down');
     }
-    this.#scheduleFlush();
+    this.#deferredFlush.schedule();
   }
 
   /** True when every byte of stream `streamId` has been read, including its FIN (or it was reset). */
@@ -356,77 +280,34 @@ export class QuicConnection {
    * Allocates the id of the next stream this server opens (`bidi`: 1, 5, 9…; `uni`: 3, 7, 11…).
    * The stream exists for the peer once something (data or FIN) is sent on it.
    *
-   * @throws TransportError `stream-creation-error` when the peer's stream limit is used up.
+   * @throws TransportError `stream-limit` when the peer's stream limit is used up, `closed` when
+   *   the connection is closed.
    */
   openStream(direction: 'bidi' | 'uni'): number {
     this.#assertOpen();
-    const left =
-      direction === 'bidi' ? this.#native.peerStreamsLeftBidi() : this.#native.peerStreamsLeftUni();
-    if (left <= 0) {
-      throw new TransportError(
-        ERROR_CODES.streamLimit,
-        `the peer allows no more ${direction === 'bidi' ? 'bidirectional' : 'unidirectional'} streams`,
-      );
-    }
-    const index = this.#nextStream[direction];
-    this.#nextStream[direction] = index + 1;
-    return SERVER_STREAM_BASE[direction] + 4 * index;
+    return this.#streamIds.open(this.#native, direction);
   }
 
   /**
-   * The largest datagram payload that fits in one packet now; 0 before the handshake completes
-   * or when the peer does not accept datagrams.
+   * The largest datagram payload that fits in one packet now; 0 before the handshake completes,
+   * when the peer does not accept datagrams, or once the connection is closed.
    */
   maxDatagramSize(): number {
-    if (this.closed) return 0;
-    return this.#native.dgramMaxWritableLen() ?? 0;
+    return this.closed ? 0 : maxDatagramSize(this.#native);
   }
 
   /**
    * Queues one unreliable datagram (RFC 9221). quiche copies the bytes.
    *
    * @returns false when quiche's datagram send queue is full (the datagram was dropped).
-   * @throws TransportError `datagram-error` when `bytes` exceeds {@link QuicConnection.maxDatagramSize}
-   *   or datagrams are not available; `closed` when the connection is closed.
+   * @throws TransportError `datagram-too-large` when `bytes` exceeds
+   *   {@link QuicConnection.maxDatagramSize}, `datagram-unavailable` when datagrams are not
+   *   available, `closed` when the connection is closed.
    */
   datagramSend(bytes: Uint8Array): boolean {
     this.#assertOpen();
-    const max = this.maxDatagramSize();
-    if (max === 0) {
-      throw new TransportError(
-        ERROR_CODES.datagramUnavailable,
-        'datagrams are not available on this connection (handshake incomplete or not enabled by the peer)',
-      );
-    }
-    if (bytes.byteLength > max) {
-      throw new TransportError(
-        ERROR_CODES.datagramTooLarge,
-        `datagram of ${bytes.byteLength} bytes exceeds the ${max} bytes that fit in one packet`,
-      );
-    }
-    let queued: undefined | null;
-    try {
-      queued = this.#native.dgramSend(bytes) as undefined | null;
-    } catch (err) {
-      const kind = quicheError(err)?.kind;
-      if (kind === 'BufferTooShort') {
-        throw new TransportError(
-          ERROR_CODES.datagramTooLarge,
-          `datagram of ${bytes.byteLength} bytes does not fit in one packet`,
-          { cause: err },
-        );
-      }
-      throw new TransportError(
-        ERROR_CODES.datagramUnavailable,
-        `datagram refused by quiche (${String(kind)})`,
-        {
-          cause: err,
-        },
-      );
-    }
-    // quiche answers Done (null) when its send queue is full.
-    if (queued === null) return false;
-    this.#scheduleFlush();
+    if (!sendDatagram(this.#native, bytes)) return false;
+    this.#deferredFlush.schedule();
     return true;
   }
 
@@ -460,12 +341,16 @@ export class QuicConnection {
   /**
    * Closes the connection with an application error code (for HTTP/3, `H3_NO_ERROR` is 0x100)
    * and a reason phrase. The `closed` event follows once quiche has finished closing (after the
-   * peer acknowledges or the closing period ends). Calling it again does nothing.
+   * peer acknowledges or the closing period ends). Calling it again, or on a connection that is
+   * closing or closed, does nothing.
+   *
+   * @throws TypeError for an error code that is not a non-negative safe integer.
    */
   close(applicationError = 0, reason = ''): void {
     checkErrorCode(applicationError);
-    if (this.closed || this.#closeCalled) return;
-    this.#closeCalled = true;
+    const state = this.#state;
+    if (state.kind !== 'handshaking' && state.kind !== 'open') return;
+    this.#transition({ kind: 'closing', established: state.kind === 'open' });
     // Returns null (quiche's Done) when quiche is already closing on its own.
     this.#native.close(true, applicationError, utf8Encoder.encode(reason));
     this.#flush();
@@ -474,10 +359,14 @@ export class QuicConnection {
   /**
    * Feeds one UDP datagram from `from` to quiche and emits what it made available. Called by the
    * endpoint, which calls {@link QuicConnection.flushAfterInput} once after the datagrams of a
-   * read, so a burst of them is answered in as few packets as possible.
+   * read, so a burst of them is answered in as few packets as possible. A datagram after the
+   * connection closed is ignored and counted ({@link QuicConnection.latePackets}).
    */
   handlePacket(packet: Uint8Array, from: NativeHostPort): void {
-    if (this.closed) return;
+    if (this.closed) {
+      this.#latePackets++;
+      return;
+    }
     try {
       // quiche decrypts in place: `packet` is consumed here and must not be used afterwards.
       this.#native.recv(packet, { from, to: this.#local });
@@ -498,53 +387,90 @@ export class QuicConnection {
    * waiting for the closing period. Called by the endpoint when it shuts down.
    */
   terminate(reason: string): void {
-    if (this.closed) return;
-    this.#closingByEndpoint = true;
+    const state = this.#state;
+    if (state.kind === 'closed' || state.kind === 'terminating') return;
+    this.#transition({ kind: 'terminating', established: this.established });
     this.#native.close(false, quiche.ConnectionErrorCode.NoError, utf8Encoder.encode(reason));
     this.#flush();
     this.#finish();
   }
 
+  /** The one place the state changes; refuses a change its current state does not allow. */
+  #transition(next: ConnectionState): void {
+    const from = this.#state.kind;
+    let allowed: boolean;
+    switch (next.kind) {
+      case 'handshaking':
+        allowed = false;
+        break;
+      case 'open':
+        allowed = from === 'handshaking';
+        break;
+      case 'closing':
+        // closing → closing: the handshake completed during the closing period.
+        allowed = from === 'handshaking' || from === 'open' || from === 'closing';
+        break;
+      case 'terminating':
+        allowed = from !== 'terminating' && from !== 'closed';
+        break;
+      case 'closed':
+        allowed = from !== 'closed';
+        break;
+      default: {
+        const unreachable: never = next;
+        throw new TypeError(`unknown QuicConnection state ${String(unreachable)}`);
+      }
+    }
+    if (!allowed) throw new TypeError(`QuicConnection cannot go from ${from} to ${next.kind}`);
+    this.#state = next;
+  }
+
   /** Emits what the last input made available; the caller flushes. */
   #afterInput(): void {
-    if (!this.#established && this.#native.isEstablished()) {
-      this.#established = true;
-      this.#host.established(this);
-    }
+    if (!this.established && this.#native.isEstablished()) this.#handshakeDone();
     // isReadable() is cheap, readable() is not (the binding builds an iterator object each time,
     // tens of µs): most packets from a pilot carry only acknowledgements.
-    if (this.#established && !this.closed && this.#native.isReadable()) {
+    if (this.established && !this.closed && this.#native.isReadable()) {
       for (const streamId of this.#native.readable()) {
         if (this.closed) break;
-        this.#events.emit('streamReadable', streamId);
+        this.#events.safeEmit('streamReadable', streamId);
       }
       while (!this.closed) {
         // Null is quiche's Done: the receive queue is empty. The buffer is a fresh copy.
         const datagram = this.#native.dgramRecvVec();
         if (datagram === null) break;
-        this.#events.emit('datagram', datagram);
+        this.#events.safeEmit('datagram', datagram);
       }
     }
-    if (this.#established && !this.closed) this.#checkWaiters();
+    if (this.established && !this.closed) this.#waiters.check(this.#native);
     if (!this.closed && this.#native.isClosed()) this.#finish();
   }
 
-  #scheduleFlush(): void {
-    if (this.#flushImmediate !== undefined || this.closed) return;
-    // Deferred to the check phase: every datagram of this socket read batch is processed first,
-    // so acknowledgements and stream writes leave in as few packets as possible.
-    this.#flushImmediate = setImmediate(() => {
-      this.#flushImmediate = undefined;
-      this.#guarded(() => this.#flush());
-    });
+  /** quiche completed the handshake: the endpoint announces the connection. */
+  #handshakeDone(): void {
+    const state = this.#state;
+    switch (state.kind) {
+      case 'handshaking':
+        this.#transition({ kind: 'open' });
+        break;
+      case 'closing':
+        this.#transition({ kind: 'closing', established: true });
+        break;
+      case 'open':
+      case 'terminating':
+      case 'closed':
+        return;
+      default: {
+        const unreachable: never = state;
+        throw new TypeError(`unknown QuicConnection state ${String(unreachable)}`);
+      }
+    }
+    this.#host.established(this);
   }
 
   /** Sends everything quiche has for the peer, then re-arms the timer. */
-  #flush(): void {
-    if (this.#flushImmediate !== undefined) {
-      clearImmediate(this.#flushImmediate);
-      this.#flushImmediate = undefined;
-    }
+  readonly #flush = (): void => {
+    this.#deferredFlush.cancel();
     if (this.closed) return;
     const host = this.#host;
     for (;;) {
@@ -563,98 +489,56 @@ export class QuicConnection {
     }
     // Everything this flush produced leaves in one system call.
     host.sendPackets();
-    if (this.#closingByEndpoint) return;
+    if (this.#state.kind === 'terminating') return;
     if (this.#native.isClosed()) {
       this.#finish();
       return;
     }
-    this.#checkWaiters();
-    this.#armTimer();
-  }
-
-  /**
-   * Keeps one timer at quiche's next deadline. A timer already set to fire no later than that is
-   * kept (re-arming on every flush cost more than the occasional early wake-up): when it fires
-   * early, `onTimeout()` has nothing to do and the timer is set again for the real deadline.
-   */
-  #armTimer(): void {
-    const ms = this.#native.timeout();
-    if (ms === null) {
-      if (this.#timer !== undefined) clearTimeout(this.#timer);
-      this.#timer = undefined;
-      return;
-    }
-    const deadline = performance.now() + ms;
-    if (this.#timer !== undefined) {
-      if (this.#timerDeadline <= deadline + TIMER_SLACK_MS) return;
-      clearTimeout(this.#timer);
-    }
-    this.#timerDeadline = deadline;
-    this.#timer = setTimeout(this.#onTimer, ms);
-  }
-
-  readonly #onTimer = (): void => {
-    this.#timer = undefined;
-    if (this.closed) return;
-    this.#guarded(() => {
-      // A timer kept from an earlier deadline fires before quiche's current one: set it again.
-      const ms = this.#native.timeout();
-      if (ms !== null && ms > 0) {
-        this.#armTimer();
-        return;
-      }
-      this.#native.onTimeout();
-      this.#afterInput();
-      if (!this.closed) this.#flush();
-    });
+    this.#waiters.check(this.#native);
+    this.#timer.arm(this.#native.timeout());
   };
 
-  #checkWaiters(): void {
-    if (this.#waiters.length === 0) return;
-    const waiting = this.#waiters;
-    this.#waiters = [];
-    for (const waiter of waiting) {
-      let ready: boolean;
-      try {
-        ready = this.#native.streamWritable(waiter.streamId, waiter.bytes);
-      } catch (err) {
-        waiter.reject(this.#streamError(err, waiter.streamId, 'wait for capacity on'));
-        continue;
-      }
-      if (ready) waiter.resolve();
-      else this.#waiters.push(waiter);
+  /** quiche's timer is due (or an earlier one kept by the timer fired first). */
+  readonly #onTimer = (): void => {
+    if (this.closed) return;
+    // A timer kept from an earlier deadline fires before quiche's current one: set it again.
+    const ms = this.#native.timeout();
+    if (ms !== null && ms > 0) {
+      this.#timer.arm(ms);
+      return;
     }
-  }
+    this.#native.onTimeout();
+    this.#afterInput();
+    if (!this.closed) this.#flush();
+  };
 
   /** Tears the connection down once: timers, waiters, routing, then the `closed` event. */
   #finish(): void {
-    if (this.#closeInfo !== undefined) return;
+    if (this.closed) return;
     const info = this.#describeClose();
-    this.#closeInfo = info;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#flushImmediate !== undefined) clearImmediate(this.#flushImmediate);
-    this.#flushImmediate = undefined;
-    const waiting = this.#waiters;
-    this.#waiters = [];
-    for (const waiter of waiting) {
-      waiter.reject(new TransportError(ERROR_CODES.connectionClosed, 'the QUIC connection closed'));
-    }
+    this.#transition({ kind: 'closed', established: this.established, info });
+    this.#timer.cancel();
+    this.#deferredFlush.cancel();
+    this.#waiters.rejectAll(
+      new TransportError(QUIC_ERROR_CODES.connectionClosed, 'the QUIC connection closed'),
+    );
     this.#host.removed(this);
-    this.#events.emit('closed', info);
-    this.#events.clear();
+    this.#events.safeEmit('closed', info);
+    this.#events.removeAllListeners();
   }
 
   #describeClose(): QuicCloseInfo {
+    const kind = this.#state.kind;
     const peer = this.#native.peerError();
     const local = this.#native.localError();
-    const initiator: CloseInitiator = this.#closingByEndpoint
-      ? 'endpoint'
-      : this.#native.isTimedOut()
-        ? 'idle-timeout'
-        : peer !== null && !this.#closeCalled
-          ? 'peer'
-          : 'local';
+    const initiator: CloseInitiator =
+      kind === 'terminating'
+        ? 'endpoint'
+        : this.#native.isTimedOut()
+          ? 'idle-timeout'
+          : peer !== null && kind !== 'closing'
+            ? 'peer'
+            : 'local';
     const error = initiator === 'peer' ? peer : local;
     return {
       initiator,
@@ -673,46 +557,10 @@ export class QuicConnection {
     }
   }
 
+  /** @throws TransportError `closed` once the connection is closed. */
   #assertOpen(): void {
-    if (this.closed) throw new TransportError(ERROR_CODES.connectionClosed, 'the QUIC connection is closed');
-  }
-
-  /** Turns a binding error from a stream operation into a coded error. */
-  #streamError(err: unknown, streamId: number, action: string): TransportError {
-    const quicheErr = quicheError(err);
-    switch (quicheErr?.kind) {
-      case 'StreamStopped':
-        return new TransportError(
-          ERROR_CODES.streamStopped,
-          `cannot ${action} stream ${streamId}: the peer sent STOP_SENDING with code ${quicheErr.value ?? 0}`,
-          { cause: err },
-        );
-      case 'StreamLimit':
-        return new TransportError(
-          ERROR_CODES.streamLimit,
-          `cannot ${action} stream ${streamId}: the peer's stream limit is reached`,
-          { cause: err },
-        );
-      default:
-        return new TransportError(
-          ERROR_CODES.streamState,
-          `cannot ${action} stream ${streamId}: ${quicheErr?.kind ?? String(err)}`,
-          { cause: err },
-        );
+    if (this.closed) {
+      throw new TransportError(QUIC_ERROR_CODES.connectionClosed, 'the QUIC connection is closed');
     }
-  }
-}
-
-/** QUIC varints carry at most 2^62 - 1; JS numbers are exact to 2^53 - 1. */
-function checkStreamId(streamId: number): void {
-  if (!(Number.isSafeInteger(streamId) && streamId >= 0)) {
-    throw new TypeError(`a stream id must be a non-negative safe integer, got ${String(streamId)}`);
-  }
-}
-
-/** An application error code: a non-negative safe integer. */
-function checkErrorCode(code: number): void {
-  if (!(Number.isSafeInteger(code) && code >= 0)) {
-    throw new TypeError(`an error code must be a non-negative safe integer, got ${String(code)}`);
   }
 }

@@ -45,6 +45,7 @@ import { Buffer } from 'node:buffer';
 import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
 import { isIP } from 'node:net';
+import { systemClock, TypedEmitter } from '@svc/runtime';
 import {
   nativeSupport,
   UdpBatchError,
@@ -62,9 +63,10 @@ import {
   type ResolvedTransportOptions,
   resolveTransportOptions,
 } from './config.js';
-import { type ConnectionHost, QuicConnection, type SocketAddress } from './connection.js';
-import { type EventMap, type Listener, TypedEmitter } from './emitter.js';
+import { type ConnectionHost, QuicConnection } from './connection.js';
 import { parsePacketHeader } from './header.js';
+import { reportingLogger } from './report.js';
+import type { SocketAddress } from './types.js';
 
 /** Length of the connection ids this endpoint issues (RFC 9000 allows up to 20). */
 const SCID_LENGTH = 16;
@@ -104,15 +106,16 @@ export interface QuicEndpointOptions extends QuicTransportOptions {
   batchedReceives?: boolean;
 }
 
-/** Events of a {@link QuicEndpoint}. */
-export interface QuicEndpointEvents extends EventMap {
+/** Events of a {@link QuicEndpoint}: each name with its listener's signature. */
+export interface QuicEndpointEvents {
   /** A handshake completed; attach the connection's listeners here. */
-  connection: [conn: QuicConnection];
+  connection: (conn: QuicConnection) => void;
   /**
    * A socket error after binding, or an error thrown by a listener of the endpoint or of one of
-   * its connections. Without a listener such errors are rethrown as uncaught exceptions.
+   * its connections. Without a listener (or when a listener of `error` throws) such errors are
+   * rethrown as uncaught exceptions.
    */
-  error: [err: unknown];
+  error: (err: unknown) => void;
 }
 
 /** Counters of what the endpoint dropped, for diagnostics. */
@@ -165,6 +168,8 @@ export class QuicEndpoint {
   readonly #fed: QuicConnection[] = [];
   /** While the connections of a read are flushed, their packets leave together at the end. */
   #endingRead = false;
+  /** While the `error` event is emitted: an error thrown by its listener is not reported to it again. */
+  #reportingError = false;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -181,10 +186,7 @@ export class QuicEndpoint {
     this.#maxConnections = maxConnections;
     const address = socket.address();
     this.#local = { host: address.address, port: address.port };
-    // An `error` listener that throws must not loop back into `error`.
-    this.#events = new TypedEmitter((err, event) =>
-      event === 'error' ? throwLater(err) : this.#reportError(err),
-    );
+    this.#events = new TypedEmitter(reportingLogger((err) => this.#reportError(err)));
     this.#batch = new UdpBatchSender(socket, { native: batchedSends });
     this.#maxPacket = Math.max(options.maxSendUdpPayload, options.loopbackMaxSendUdpPayload);
     if (this.#batch.mode === 'dgram' && batchedSends) warnUnbatchedOnce();
@@ -195,9 +197,10 @@ export class QuicEndpoint {
       sendPackets: () => {
         if (!this.#endingRead) this.#sendBatch();
       },
-      established: (conn) => this.#events.emit('connection', conn),
+      established: (conn) => this.#events.safeEmit('connection', conn),
       removed: (conn) => this.#remove(conn),
       reportError: (err) => this.#reportError(err),
+      clock: systemClock,
     };
     socket.on('error', (err) => this.#reportError(err));
     this.#receiver = new UdpBatchReceiver(socket, {
@@ -288,12 +291,12 @@ export class QuicEndpoint {
   }
 
   /** Adds a listener; returns a function that removes it. */
-  on<K extends keyof QuicEndpointEvents>(event: K, listener: Listener<QuicEndpointEvents, K>): () => void {
+  on<K extends keyof QuicEndpointEvents>(event: K, listener: QuicEndpointEvents[K]): () => void {
     return this.#events.on(event, listener);
   }
 
   /** Removes a listener. */
-  off<K extends keyof QuicEndpointEvents>(event: K, listener: Listener<QuicEndpointEvents, K>): void {
+  off<K extends keyof QuicEndpointEvents>(event: K, listener: QuicEndpointEvents[K]): void {
     this.#events.off(event, listener);
   }
 
@@ -356,7 +359,7 @@ export class QuicEndpoint {
       this.#receiver.close();
       await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
       this.#configs.clear();
-      this.#events.clear();
+      this.#events.removeAllListeners();
     })();
     return this.#closing;
   }
@@ -515,9 +518,18 @@ export class QuicEndpoint {
     }
   }
 
+  /** To the `error` event; uncaught when nobody listens, or when an `error` listener threw it. */
   #reportError(err: unknown): void {
-    if (this.#events.listenerCount('error') > 0) this.#events.emit('error', err);
-    else throwLater(err);
+    if (this.#reportingError || this.#events.listenerCount('error') === 0) {
+      throwLater(err);
+      return;
+    }
+    this.#reportingError = true;
+    try {
+      this.#events.safeEmit('error', err);
+    } finally {
+      this.#reportingError = false;
+    }
   }
 }
 

@@ -12,16 +12,7 @@ export {
   type ResolvedTransportOptions,
   resolveTransportOptions,
 } from './config.js';
-export {
-  type CloseInitiator,
-  type QuicCloseInfo,
-  QuicConnection,
-  type QuicConnectionEvents,
-  type QuicConnectionStats,
-  type SocketAddress,
-  type StreamRead,
-} from './connection.js';
-export type { EventMap, Listener } from './emitter.js';
+export { QuicConnection } from './connection.js';
 export {
   QuicEndpoint,
   type QuicEndpointCounters,
@@ -29,3 +20,11 @@ export {
   type QuicEndpointOptions,
 } from './endpoint.js';
 export { type PacketHeader, type PacketType, parsePacketHeader } from './header.js';
+export type {
+  CloseInitiator,
+  QuicCloseInfo,
+  QuicConnectionEvents,
+  QuicConnectionStats,
+  SocketAddress,
+  StreamRead,
+} from './types.js';

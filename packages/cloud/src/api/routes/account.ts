@@ -1,24 +1,39 @@
 import { eq } from 'drizzle-orm';
-import type { FastifyInstance } from 'fastify';
-import { memberships, orgs } from '../db/index.js';
-import { isIdentityError, verifiedEmailClaim } from '../identity/index.js';
-import { API_KEY_PREFIX, bearerToken, identityFailure } from './auth.js';
-import type { ApiContext } from './context.js';
-import { ApiError } from './errors.js';
-import { signIn } from './provisioning.js';
+import { z } from 'zod';
+import { PROVISIONING_POLICIES } from '../../config.js';
+import { memberships, orgs } from '../../db/index.js';
+import { isIdentityError, verifiedEmailClaim } from '../../identity/index.js';
+import { API_KEY_PREFIX, bearerToken, identityFailure } from '../auth.js';
+import type { ApiPlugin } from '../context.js';
+import { ApiError, errorResponses } from '../errors.js';
+import { signIn } from '../provisioning.js';
+import { orgRole, uuid } from '../schemas.js';
 
 /** Scopes the console asks for at login. */
 export const CONSOLE_SCOPES = ['openid', 'profile', 'email'] as const;
 
-/** `GET /api/v1/console-config` and `GET /api/v1/me`. */
-export function accountRoutes(app: FastifyInstance, ctx: ApiContext): void {
+const consoleConfig = z
+  .object({
+    issuer: z.string(),
+    clientId: z.string(),
+    apiResource: z.string().describe('The `resource` (audience) to ask access tokens for'),
+    scopes: z.array(z.string()),
+    provisioning: z.enum(PROVISIONING_POLICIES),
+    developmentProvider: z.boolean().describe('Whether the issuer is the embedded development provider'),
+    anonymous: z.boolean().describe('Whether callers without an account may list and drive robots'),
+  })
+  .describe('What the console needs to start a login');
+
+/** `GET /api/v1/console-config`: what the console needs before anyone signs in. */
+export const consoleConfigRoutes: ApiPlugin = async (app, { ctx }) => {
   app.get(
-    '/api/v1/console-config',
+    '',
     {
       schema: {
         summary: 'What the console needs to start a login',
         tags: ['account'],
         security: [],
+        response: { 200: consoleConfig, ...errorResponses([]) },
       },
     },
     async () => {
@@ -27,16 +42,43 @@ export function accountRoutes(app: FastifyInstance, ctx: ApiContext): void {
         issuer: identity.issuer,
         clientId: identity.clientId,
         apiResource: identity.audience,
-        scopes: CONSOLE_SCOPES,
+        scopes: [...CONSOLE_SCOPES],
         provisioning,
         developmentProvider: identity.kind === 'development',
         anonymous: devAllowAnonymous,
       };
     },
   );
+};
 
+const meHeaders = z.looseObject({
+  'x-svc-id-token': z.string().optional().describe('The ID token of the same login'),
+});
+
+const me = z
+  .object({
+    user: z.object({
+      id: uuid,
+      email: z.string().nullable().describe('The verified email, or null when the provider vouched for none'),
+      name: z.string().nullable(),
+      emailVerified: z.boolean(),
+    }),
+    orgs: z.array(z.object({ id: uuid, name: z.string(), role: orgRole })),
+    status: z
+      .enum(['ready', 'no-organisation'])
+      .describe('What the console shows next: the fleet, or the "no organisation yet" page'),
+    provisioning: z.enum(PROVISIONING_POLICIES),
+    firstLogin: z.boolean(),
+    providerChanged: z
+      .boolean()
+      .describe('The user was known under another identity provider and moved to this one'),
+  })
+  .describe('The signed-in user and their organisations');
+
+/** `GET /api/v1/me`: signs the caller in (provisioning them at first login) and says who they are. */
+export const meRoutes: ApiPlugin = async (app, { ctx }) => {
   app.get(
-    '/api/v1/me',
+    '',
     {
       schema: {
         summary:
@@ -44,13 +86,14 @@ export function accountRoutes(app: FastifyInstance, ctx: ApiContext): void {
         description:
           "Bearer: the access token issued for the API resource. Header `x-svc-id-token`: the ID token of the same login; its `sub` must equal the access token's and its email counts only when `email_verified` is true. Without it the verified email comes from userinfo, when the provider answers there.",
         tags: ['account'],
-        headers: {
-          type: 'object',
-          properties: { 'x-svc-id-token': { type: 'string', description: 'The ID token of the same login' } },
+        headers: meHeaders,
+        response: {
+          200: me,
+          ...errorResponses(['unauthenticated', 'id-token-rejected', 'provider-unavailable']),
         },
       },
     },
-    async (request) => {
+    async (request): Promise<z.output<typeof me>> => {
       const token = bearerToken(request);
       if (token === undefined || token.startsWith(API_KEY_PREFIX)) {
         throw new ApiError(
@@ -60,7 +103,7 @@ export function accountRoutes(app: FastifyInstance, ctx: ApiContext): void {
       }
       const access = await ctx.auth.verifyAccessToken(token);
       const header = request.headers['x-svc-id-token'];
-      const idToken = typeof header === 'string' && header !== '' ? header : undefined;
+      const idToken = header !== undefined && header !== '' ? header : undefined;
       let email: string | undefined;
       let idClaims: Record<string, unknown> = {};
       try {
@@ -107,7 +150,6 @@ export function accountRoutes(app: FastifyInstance, ctx: ApiContext): void {
       return {
         user: { id: user.id, email: user.email, name: user.name, emailVerified: user.email !== null },
         orgs: memberOf,
-        // What the console shows next: the fleet, or the "no organisation yet" page.
         status: memberOf.length > 0 ? 'ready' : 'no-organisation',
         provisioning: ctx.config.provisioning,
         firstLogin: created,
@@ -115,4 +157,4 @@ export function accountRoutes(app: FastifyInstance, ctx: ApiContext): void {
       };
     },
   );
-}
+};

@@ -1,8 +1,7 @@
-import { createPublicKey } from 'node:crypto';
 import { ROBOT_ID_PATTERN } from '@svc/wire';
 import { and, desc, eq, gt, isNull } from 'drizzle-orm';
-import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { audit } from '../../audit/index.js';
 import {
   type CloudDb,
   type EnrolmentToken,
@@ -10,11 +9,11 @@ import {
   hashSecret,
   newSecret,
   robots,
-} from '../db/index.js';
-import { audit } from '../audit/index.js';
-import { type ApiContext, requireOrgPermission } from './context.js';
-import { ApiError } from './errors.js';
-import { jsonSchema, params, parse, uuidParam } from './http.js';
+} from '../../db/index.js';
+import { type ApiPlugin, ORG_ERRORS, requireOrgPermission } from '../context.js';
+import { ed25519KeyProblem } from '../ed25519.js';
+import { ApiError, errorResponses } from '../errors.js';
+import { noContent, optionalTimestamp, orgItemParams, orgParams, timestamp, uuid } from '../schemas.js';
 
 /** Text every enrolment token starts with (spec 2.1). */
 export const ENROLMENT_TOKEN_PREFIX = 'svc_enr_';
@@ -35,20 +34,6 @@ export const ENROLMENT_TOKEN_STATES = ['unused', 'redeemed', 'expired', 'revoked
 /** One of {@link ENROLMENT_TOKEN_STATES}. */
 export type EnrolmentTokenState = (typeof ENROLMENT_TOKEN_STATES)[number];
 
-/** An enrolment token as the API shows it: never the secret nor its hash. */
-export interface EnrolmentTokenView {
-  readonly id: string;
-  readonly name: string | null;
-  readonly createdAt: Date;
-  readonly expiresAt: Date;
-  readonly state: EnrolmentTokenState;
-  readonly redeemedAt: Date | null;
-  /** The robot id that redeemed it. */
-  readonly redeemedBy: string | null;
-}
-
-const orgParams = z.object({ org: uuidParam });
-const itemParams = z.object({ org: uuidParam, id: uuidParam });
 const createBody = z.object({
   name: z.string().trim().min(1).max(128).optional(),
   expiresInHours: z
@@ -75,35 +60,51 @@ const enrolBody = z.object({
     .max(200, { error: `expected the enrolment token (${ENROLMENT_TOKEN_PREFIX}...)` }),
 });
 
+/** An enrolment token as the API shows it: never the secret nor its hash. */
+const enrolmentToken = z.object({
+  id: uuid,
+  name: z.string().nullable(),
+  createdAt: timestamp,
+  expiresAt: timestamp,
+  state: z.enum(ENROLMENT_TOKEN_STATES),
+  redeemedAt: optionalTimestamp,
+  redeemedBy: z.string().nullable().describe('The robot id that redeemed it'),
+});
+/** An enrolment token as the API shows it. */
+export type EnrolmentTokenView = z.output<typeof enrolmentToken>;
+
+const enrolled = z
+  .object({ robotId: z.string(), orgId: uuid, enrolledAt: timestamp })
+  .describe("The robot belongs to the token's organisation with the key it presented");
 /** The answer of a successful `POST /api/v1/enrol`. */
-export interface EnrolResult {
-  readonly robotId: string;
-  readonly orgId: string;
-  readonly enrolledAt: Date;
-}
+export type EnrolResult = z.output<typeof enrolled>;
 
 const tags = ['enrolment'];
 
-/**
- * Enrolment tokens under `/api/v1/orgs/:org/enrolment-tokens` (admins), and `POST /api/v1/enrol`,
- * where a robot redeems one with its public key (no user credential).
- */
-export function enrolmentRoutes(app: FastifyInstance, ctx: ApiContext): void {
+/** Enrolment tokens of an org, under `/api/v1/orgs/:org/enrolment-tokens` (admins): create, list, revoke. */
+export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
   const { db } = ctx;
 
   app.post(
-    '/api/v1/orgs/:org/enrolment-tokens',
+    '',
     {
       schema: {
         summary: 'Creates a one-time enrolment token for a robot; the token is in this answer only',
         tags,
-        body: jsonSchema(createBody),
+        params: orgParams,
+        body: createBody,
+        response: {
+          201: z
+            .object({ enrolmentToken, token: z.string().describe('The token; in this answer only') })
+            .describe('The new token'),
+          ...errorResponses(ORG_ERRORS, { body: true }),
+        },
       },
     },
     async (request, reply) => {
-      const { org: orgId } = parse(orgParams, params(request), 'path');
+      const orgId = request.params.org;
+      const body = request.body;
       const { user } = await requireOrgPermission(ctx, request, orgId, 'robots.manage');
-      const body = parse(createBody, request.body, 'body');
       const now = ctx.now();
       const token = newSecret(ENROLMENT_TOKEN_PREFIX);
       const row = await db.transaction(async (tx) => {
@@ -128,16 +129,25 @@ export function enrolmentRoutes(app: FastifyInstance, ctx: ApiContext): void {
         });
         return created!;
       });
-      reply.code(201);
-      return { enrolmentToken: enrolmentTokenView(row, now), token };
+      return reply.code(201).send({ enrolmentToken: enrolmentTokenView(row, now), token });
     },
   );
 
   app.get(
-    '/api/v1/orgs/:org/enrolment-tokens',
-    { schema: { summary: 'Enrolment tokens, newest first (never their secrets)', tags } },
+    '',
+    {
+      schema: {
+        summary: 'Enrolment tokens, newest first (never their secrets)',
+        tags,
+        params: orgParams,
+        response: {
+          200: z.object({ enrolmentTokens: z.array(enrolmentToken) }).describe('Tokens, newest first'),
+          ...errorResponses(ORG_ERRORS),
+        },
+      },
+    },
     async (request) => {
-      const { org: orgId } = parse(orgParams, params(request), 'path');
+      const orgId = request.params.org;
       await requireOrgPermission(ctx, request, orgId, 'robots.manage');
       const rows = await db
         .select()
@@ -150,10 +160,17 @@ export function enrolmentRoutes(app: FastifyInstance, ctx: ApiContext): void {
   );
 
   app.delete(
-    '/api/v1/orgs/:org/enrolment-tokens/:id',
-    { schema: { summary: 'Revokes an enrolment token that has not been used', tags } },
+    '/:id',
+    {
+      schema: {
+        summary: 'Revokes an enrolment token that has not been used',
+        tags,
+        params: orgItemParams,
+        response: { 204: noContent, ...errorResponses([...ORG_ERRORS, 'conflict']) },
+      },
+    },
     async (request, reply) => {
-      const p = parse(itemParams, params(request), 'path');
+      const p = request.params;
       const { user } = await requireOrgPermission(ctx, request, p.org, 'robots.manage');
       const now = ctx.now();
       await db.transaction(async (tx) => {
@@ -195,40 +212,59 @@ export function enrolmentRoutes(app: FastifyInstance, ctx: ApiContext): void {
         }
         // Already revoked: nothing changes, nothing is logged again.
       });
-      reply.code(204);
+      return reply.code(204).send();
     },
   );
+};
 
+/** `POST /api/v1/enrol`: a robot redeems an enrolment token with its public key (no user credential). */
+export const enrolRoutes: ApiPlugin = async (app, { ctx }) => {
   app.post(
-    '/api/v1/enrol',
+    '',
     {
       schema: {
         summary:
           "A robot redeems a one-time enrolment token with its Ed25519 public key and joins the token's organisation",
         tags,
         security: [],
-        body: jsonSchema(enrolBody),
+        body: enrolBody,
+        response: {
+          201: enrolled,
+          ...errorResponses(
+            [
+              'invalid-request',
+              'enrolment-token-invalid',
+              'enrolment-token-used',
+              'enrolment-token-expired',
+              'enrolment-token-revoked',
+              'robot-enrolled',
+              'conflict',
+            ],
+            { body: true },
+          ),
+        },
       },
     },
     async (request, reply) => {
-      const body = parse(enrolBody, request.body, 'body');
+      const body = request.body;
       if (!ENROLMENT_TOKEN_PATTERN.test(body.token)) {
         throw new ApiError(
           'enrolment-token-invalid',
           `this is not an enrolment token (they start with ${ENROLMENT_TOKEN_PREFIX}); check that it was copied whole, or ${NEW_TOKEN_HINT}`,
         );
       }
-      const result = await redeem(db, body, ctx.now());
-      reply.code(201);
-      return result;
+      return reply.code(201).send(await redeem(ctx.db, body, ctx.now()));
     },
   );
-}
+};
 
 /**
  * Redeems `token` for `robotId` in one transaction: consumes the token, registers the key, audits.
  * Any refusal after the token was taken throws inside the transaction, so the token stays unused.
  * Only `tx` is queried while it is open (PGlite has one connection).
+ *
+ * @throws {ApiError} `enrolment-token-*` for a token that cannot be redeemed, `robot-enrolled`
+ *   for a robot enrolled elsewhere or with another key, `conflict` for a concurrent change.
  */
 async function redeem(
   db: CloudDb,
@@ -349,96 +385,4 @@ function enrolmentTokenView(row: EnrolmentToken, now: Date): EnrolmentTokenView 
     redeemedAt: row.redeemedAt,
     redeemedBy: row.redeemedBy,
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Ed25519 public keys (RFC 8032, section 5.1.3)
-
-/** The field prime 2^255 - 19. */
-const P = 2n ** 255n - 19n;
-/** The curve constant d = -121665 / 121666 mod p. */
-const D = mod(-121665n * inverse(121666n));
-/** A square root of -1 mod p: 2^((p-1)/4). */
-const SQRT_M1 = power(2n, (P - 1n) / 4n);
-
-function mod(a: bigint): bigint {
-  const r = a % P;
-  return r >= 0n ? r : r + P;
-}
-
-function power(base: bigint, exponent: bigint): bigint {
-  let result = 1n;
-  let b = mod(base);
-  let e = exponent;
-  while (e > 0n) {
-    if (e & 1n) result = (result * b) % P;
-    b = (b * b) % P;
-    e >>= 1n;
-  }
-  return result;
-}
-
-function inverse(a: bigint): bigint {
-  return power(a, P - 2n);
-}
-
-/**
- * Why `key` is not a usable Ed25519 public key, or `undefined` when it is: 32 bytes in canonical
- * base64url without padding, the encoding of a point on the curve, and not a point of small order
- * (such a "key" verifies signatures nobody made). A key generated on a robot always passes.
- */
-export function ed25519KeyProblem(key: string): string | undefined {
-  const expected = "expected the robot's raw 32-byte Ed25519 public key in base64url without padding";
-  if (!/^[A-Za-z0-9_-]{43}$/.test(key)) return `${expected} (43 characters)`;
-  const bytes = Buffer.from(key, 'base64url');
-  if (bytes.length !== 32 || bytes.toString('base64url') !== key) return `${expected}; it is not canonical`;
-  const point = decodePoint(bytes);
-  if (point === undefined) return 'is 32 bytes but not an Ed25519 public key (not a point on the curve)';
-  if (isSmallOrder(point)) return 'is an Ed25519 point of small order, which is not a usable public key';
-  try {
-    createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: key }, format: 'jwk' });
-  } catch {
-    return 'is not accepted as an Ed25519 public key';
-  }
-  return undefined;
-}
-
-/** A point in extended coordinates (X, Y, Z, T) with x = X/Z, y = Y/Z, xy = T/Z. */
-type Point = readonly [bigint, bigint, bigint, bigint];
-
-/** Decodes a compressed point: y little-endian, the top bit the sign of x. */
-function decodePoint(bytes: Uint8Array): Point | undefined {
-  let y = 0n;
-  for (let i = 31; i >= 0; i--) y = (y << 8n) | BigInt(bytes[i]!);
-  const sign = y >> 255n;
-  y &= (1n << 255n) - 1n;
-  if (y >= P) return undefined;
-  const u = mod(y * y - 1n);
-  const v = mod(D * y * y + 1n);
-  const v3 = mod(v * v * v);
-  let x = mod(u * v3 * power(u * v3 * v3 * v, (P - 5n) / 8n));
-  const vx2 = mod(v * x * x);
-  if (vx2 === mod(-u)) x = mod(x * SQRT_M1);
-  else if (vx2 !== u) return undefined;
-  if (x === 0n && sign === 1n) return undefined;
-  if ((x & 1n) !== sign) x = P - x;
-  return [x, y, 1n, mod(x * y)];
-}
-
-/** Doubling on the twisted Edwards curve with a = -1 (extended coordinates). */
-function double([x1, y1, z1]: Point): Point {
-  const a = mod(x1 * x1);
-  const b = mod(y1 * y1);
-  const c = mod(2n * z1 * z1);
-  const e = mod((x1 + y1) * (x1 + y1) - a - b);
-  const g = mod(b - a);
-  const f = mod(g - c);
-  const h = mod(-a - b);
-  return [mod(e * f), mod(g * h), mod(f * g), mod(e * h)];
-}
-
-/** Whether 8·P is the neutral element (0, 1): the eight points of small order. */
-function isSmallOrder(point: Point): boolean {
-  const [x, y, z] = double(double(double(point)));
-  return x === 0n && y === z;
 }

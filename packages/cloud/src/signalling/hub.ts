@@ -1,0 +1,30 @@
+import type { Clock, Logger } from '@svc/runtime';
+import type { LastSeenWriter } from './batching.js';
+import { type SignalConnection, truncate } from './connection.js';
+import type { RobotPresence } from './presence.js';
+
+/** What the signalling server and its robot and pilot handlers share. */
+export interface SignallingHub {
+  readonly log: Logger;
+  /** Deadlines on `now()`, token expiry and `last_seen_at` on `wallNow()`. */
+  readonly clock: Clock;
+  /** Heartbeat period told to clients in `auth-ok`, ms. */
+  readonly heartbeatMs: number;
+  /** The robots online on this node, by id. */
+  readonly robots: Map<string, RobotPresence>;
+  /** Revoked token ids and their expiry (seconds since the epoch): refused until then. */
+  readonly revokedJtis: Map<string, number>;
+  readonly lastSeen: LastSeenWriter;
+}
+
+/** Answers a heartbeat, echoing its `t`. */
+export function heartbeatAck(conn: SignalConnection, t: number | undefined): void {
+  conn.sendRaw(
+    t === undefined ? '{"type":"heartbeat-ack"}' : `{"type":"heartbeat-ack","t":${JSON.stringify(t)}}`,
+  );
+}
+
+/** Answers a message the connection's role may not send (`error` `not-allowed`; the connection stays). */
+export function notAllowed(conn: SignalConnection, why: string): void {
+  conn.send({ type: 'error', code: 'not-allowed', message: truncate(why, 500) });
+}

@@ -1,0 +1,197 @@
+import { ROBOT_ID_PATTERN, SIGNAL_CLOSE, type SignalClientMessage } from '@svc/wire';
+import { type PilotState, type SignalConnection, truncate } from './connection.js';
+import { heartbeatAck, notAllowed, type SignallingHub } from './hub.js';
+
+/** What a verified pilot session token says (the claims signalling uses). */
+export interface VerifiedSessionToken {
+  readonly sub: string;
+  /** The robot the token is for. */
+  readonly aud: string;
+  readonly scope: 'drive' | 'observe';
+  readonly jti: string;
+  /** Expiry, seconds since the epoch. */
+  readonly exp: number;
+}
+
+/**
+ * Verifies a pilot session token (signature, issuer, expiry); throws when it does not verify. The
+ * thrown error's message may reach the pilot when the error carries a string `code`, so it must
+ * never contain the token.
+ */
+export type VerifySessionToken = (token: string) => Promise<VerifiedSessionToken>;
+
+/** Options of {@link PilotHandlers}. */
+export interface PilotHandlersOptions {
+  readonly verifySessionToken: VerifySessionToken;
+  /** Sessions one pilot connection may hold at once. */
+  readonly maxSessionsPerPilot: number;
+  /** New session ids. */
+  readonly newSessionId: () => string;
+}
+
+/**
+ * The pilot side of signalling: a pilot presents a session token for one robot, then asks for
+ * sessions on it (`connect`, answered with an `offer` while the robot sends `session-open`) and
+ * leaves them.
+ */
+export class PilotHandlers {
+  readonly #hub: SignallingHub;
+  readonly #verify: VerifySessionToken;
+  readonly #maxSessions: number;
+  readonly #newSessionId: () => string;
+
+  constructor(hub: SignallingHub, options: PilotHandlersOptions) {
+    this.#hub = hub;
+    this.#verify = options.verifySessionToken;
+    this.#maxSessions = options.maxSessionsPerPilot;
+    this.#newSessionId = options.newSessionId;
+  }
+
+  /**
+   * Checks a pilot's `auth`: the token verifies, is for a robot id, is neither revoked nor
+   * expired. On success `auth-ok`; otherwise `denied` `bad-token` and the connection closes. An
+   * answer that comes after the connection closed is dropped.
+   *
+   * @throws {TypeError} unless `conn` is `challenged`.
+   */
+  async authenticate(conn: SignalConnection, token: string): Promise<void> {
+    conn.beginAuth('pilot');
+    let claims: VerifiedSessionToken;
+    try {
+      claims = await this.#verify(token);
+    } catch (err) {
+      if (conn.isClosed) return;
+      const why = tokenProblem(err);
+      this.#hub.log.info({ reason: 'bad-token', why }, 'pilot denied');
+      conn.deny(
+        'bad-token',
+        `the session token does not verify (${why}); get a new one (POST /api/v1/session-tokens)`,
+        SIGNAL_CLOSE.unauthenticated,
+      );
+      return;
+    }
+    if (conn.isClosed) return;
+    const problem = !ROBOT_ID_PATTERN.test(claims.aud)
+      ? 'its audience is not a robot id'
+      : this.#hub.revokedJtis.has(claims.jti)
+        ? 'it was revoked'
+        : claims.exp * 1000 <= this.#hub.clock.wallNow()
+          ? 'it has expired'
+          : undefined;
+    if (problem !== undefined) {
+      this.#hub.log.info({ reason: 'bad-token', why: problem }, 'pilot denied');
+      conn.deny('bad-token', `the session token is not usable: ${problem}`, SIGNAL_CLOSE.unauthenticated);
+      return;
+    }
+    conn.admitPilot({
+      robotId: claims.aud,
+      sub: claims.sub,
+      scope: claims.scope,
+      jti: claims.jti,
+      exp: claims.exp,
+    });
+    conn.send({
+      type: 'auth-ok',
+      role: 'pilot',
+      robot_id: claims.aud,
+      scope: claims.scope,
+      heartbeat_ms: this.#hub.heartbeatMs,
+    });
+  }
+
+  /** A message of an authenticated pilot; `now` is when it came (monotonic ms). */
+  onMessage(conn: SignalConnection, state: PilotState, message: SignalClientMessage, now: number): void {
+    switch (message.type) {
+      case 'heartbeat':
+        heartbeatAck(conn, message.t);
+        return;
+      case 'connect':
+        this.#connect(conn, state, message.robot_id, now);
+        return;
+      case 'leave': {
+        if (!state.sessions.has(message.session_id)) {
+          notAllowed(conn, `no session ${message.session_id} was offered on this connection`);
+          return;
+        }
+        state.sessions.delete(message.session_id);
+        this.#hub.robots.get(state.claims.robotId)?.end(message.session_id);
+        return;
+      }
+      case 'auth':
+        notAllowed(conn, 'already authenticated');
+        return;
+      case 'announce':
+      case 'session-started':
+      case 'session-ended':
+        notAllowed(conn, `"${message.type}" is a robot message`);
+        return;
+      default:
+        message satisfies never;
+    }
+  }
+
+  /** `connect`: an offer for a session on the token's robot, and `session-open` to the robot. */
+  #connect(conn: SignalConnection, state: PilotState, robotId: string, now: number): void {
+    const { claims } = state;
+    if (robotId !== claims.robotId) {
+      conn.send({
+        type: 'denied',
+        reason: 'forbidden',
+        robot_id: robotId,
+        message: `this session token is for robot ${claims.robotId}, not ${robotId}; get a token for ${robotId}`,
+      });
+      return;
+    }
+    const expired = claims.exp * 1000 <= this.#hub.clock.wallNow();
+    if (expired || this.#hub.revokedJtis.has(claims.jti)) {
+      const why = expired ? 'it has expired' : 'it was revoked';
+      conn.deny(
+        'bad-token',
+        `the session token is not usable: ${why}; get a new one`,
+        SIGNAL_CLOSE.unauthenticated,
+      );
+      return;
+    }
+    const presence = this.#hub.robots.get(robotId);
+    const announced = presence?.announcement;
+    if (presence === undefined || announced === undefined) {
+      conn.send({ type: 'robot-offline', robot_id: robotId });
+      return;
+    }
+    if (state.sessions.size >= this.#maxSessions) {
+      notAllowed(conn, `this connection already holds ${state.sessions.size} sessions; leave one first`);
+      return;
+    }
+    const sessionId = this.#newSessionId();
+    const record = presence.offer(sessionId, claims.scope, claims, conn, now);
+    state.sessions.add(sessionId);
+    presence.connection.send({
+      type: 'session-open',
+      session_id: sessionId,
+      role: record.role,
+      sub: claims.sub,
+      scope: claims.scope,
+      jti: claims.jti,
+      exp: claims.exp,
+    });
+    conn.send({
+      type: 'offer',
+      session_id: sessionId,
+      robot_id: robotId,
+      role: record.role,
+      candidates: [...announced.candidates],
+      cert_hashes: [...announced.certHashes],
+      channels: [...announced.channels],
+      relay: announced.relay,
+    });
+    this.#hub.log.debug({ robotId, sessionId, role: record.role }, 'session offered');
+  }
+}
+
+/** Why a token was refused, safe to show: a coded error's code and message, else a generic word. */
+function tokenProblem(err: unknown): string {
+  if (err instanceof Error && typeof (err as { code?: unknown }).code === 'string') {
+    return truncate(`${(err as Error & { code: string }).code}: ${err.message}`, 200);
+  }
+  return 'signature, issuer or expiry';
+}

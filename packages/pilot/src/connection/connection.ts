@@ -1,0 +1,575 @@
+import { Backoff, type Clock, consoleLogger, type Logger, systemClock, TypedEmitter } from '@svc/runtime';
+import type { ControlChannel, ControlMessage, ControlRole } from '@svc/wire';
+import { isOfferError, type RequestOfferOptions, type RobotOffer, requestOffer } from '../signalling.js';
+import { CANDIDATE_STAGGER_MS, raceCandidates } from './candidates.js';
+import { Link, type LinkListener } from './link.js';
+import {
+  PILOT_RECONNECT_BACKOFF,
+  type PilotChannelStats,
+  type PilotConnectionEvents,
+  type PilotConnectionStats,
+  type PilotConnectOptions,
+  type QosProfileName,
+  type RobotAddress,
+  type TransportFactory,
+} from './options.js';
+import { Session, type Welcome } from './session.js';
+import {
+  type Attempt,
+  attemptOf,
+  type ConnectionState,
+  canTransition,
+  linkOf,
+  type PilotConnectionState,
+  publicState,
+  sessionOf,
+} from './state.js';
+
+/** Datagrams kept while `welcome` is on its way (a replay of about 1 MB, with parity). */
+const MAX_EARLY_DATAGRAMS = 2048;
+/** A session that was connected this long resets the backoff: its drop is news, not a pattern. */
+const STABLE_SESSION_MS = 10_000;
+
+/**
+ * A pilot's session with one robot: an offer from svc-cloud's signalling (or one given), the
+ * robot's candidates raced, WebTransport pinned to the robot's certificate hashes, the
+ * control-stream handshake, one reassembler and player per video channel, clock-offset pings,
+ * keyframe requests, and reconnection (with a fresh offer) after the robot restarts or the link
+ * drops.
+ *
+ * Its life cycle is one {@link ConnectionState}; every change goes through one transition that
+ * checks it against {@link canTransition}. Network events that come for a state it has left (a
+ * datagram, a control line or a transport's close after `close()` or after a reconnect) are
+ * ignored and counted in {@link PilotConnectionStats.lateEvents}.
+ */
+export class PilotConnection {
+  readonly #options: PilotConnectOptions;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #logger: Logger;
+  readonly #createTransport: TransportFactory;
+  readonly #requestOffer: (options: RequestOfferOptions) => Promise<RobotOffer>;
+  readonly #events: TypedEmitter<PilotConnectionEvents>;
+  readonly #backoff: Backoff;
+  #state: ConnectionState = { kind: 'idle' };
+  /** The state name pages last heard: a transition within an attempt, without news, stays quiet. */
+  #announced: PilotConnectionState = 'idle';
+  #offer: RobotOffer | undefined;
+  /** The robot's QoS profile, from `welcome` and each `qos` since. */
+  #profile: QosProfileName | undefined;
+  #sessions = 0;
+  #rttMs: number | undefined;
+  #clockOffsetMs: number | undefined;
+  #malformed = 0;
+  #late = 0;
+  /** Channel statistics of ended sessions (a later session's replace them). */
+  #lastStats: Record<string, PilotChannelStats> = {};
+  #robotStats: Record<string, Record<string, number | string>> = {};
+  readonly #linkListener: LinkListener = {
+    datagram: (link, bytes) => this.#onDatagram(link, bytes),
+    control: (link, message) => this.#onControl(link, message),
+    ended: (link, reason) => this.#onLinkEnded(link, reason),
+  };
+
+  /**
+   * A connection in state `idle`: nothing happens until {@link connect}. The `on*` options are
+   * added as listeners first, so they hear every event.
+   */
+  constructor(options: PilotConnectOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? Math.random;
+    this.#logger = options.logger ?? consoleLogger();
+    this.#createTransport =
+      options.createTransport ?? ((url, transportOptions) => new WebTransport(url, transportOptions));
+    this.#requestOffer = options.requestOffer ?? requestOffer;
+    this.#events = new TypedEmitter<PilotConnectionEvents>(this.#logger);
+    this.#backoff = new Backoff(PILOT_RECONNECT_BACKOFF, this.#random);
+    if (options.onState !== undefined) this.#events.on('state', options.onState);
+    if (options.onOffer !== undefined) this.#events.on('offer', options.onOffer);
+    if (options.onFrame !== undefined) this.#events.on('frame', options.onFrame);
+    if (options.onPaint !== undefined) this.#events.on('paint', options.onPaint);
+    if (options.onSensor !== undefined) this.#events.on('sensor', options.onSensor);
+  }
+
+  /** Makes a connection and connects it: `new PilotConnection(options).connect()`. */
+  static connect(options: PilotConnectOptions): PilotConnection {
+    return new PilotConnection(options).connect();
+  }
+
+  /**
+   * Starts connecting, and keeps the connection up (reconnecting after drops, unless the options
+   * say not to) until {@link close}.
+   *
+   * @throws {TypeError} when called a second time: a connection connects once; make a new one.
+   */
+  connect(): this {
+    if (this.#state.kind !== 'idle') {
+      throw new TypeError(
+        `connect() was called on a connection that is ${this.state} already; a PilotConnection connects once, make a new one`,
+      );
+    }
+    this.#beginAttempt(1);
+    return this;
+  }
+
+  /** Adds a listener; returns the function that removes it. A listener that throws is logged. */
+  on<K extends keyof PilotConnectionEvents>(event: K, listener: PilotConnectionEvents[K]): () => void {
+    return this.#events.on(event, listener);
+  }
+
+  /** Removes a listener added with {@link on}. */
+  off<K extends keyof PilotConnectionEvents>(event: K, listener: PilotConnectionEvents[K]): void {
+    this.#events.off(event, listener);
+  }
+
+  /** Where the connection is. */
+  get state(): PilotConnectionState {
+    return publicState(this.#state);
+  }
+
+  /** The latest offer from svc-cloud (`undefined` with a given offer, or before the first). */
+  get offer(): RobotOffer | undefined {
+    return this.#offer;
+  }
+
+  /** This session's role from `welcome` (`undefined` without a session). */
+  get role(): ControlRole | undefined {
+    return sessionOf(this.#state)?.role;
+  }
+
+  /** The channels the robot announced in `welcome` (empty without a session). */
+  get channels(): readonly ControlChannel[] {
+    return sessionOf(this.#state)?.channels ?? [];
+  }
+
+  /**
+   * Sends one command on a command channel (by name or id) as datagrams: one frame, one parity
+   * chunk per block, so one lost datagram is repaired; a newer command supersedes an older one
+   * still in flight. Returns `false`, sending nothing, while the connection is on its way
+   * (`connecting`, `reconnecting`) or when this session observes (the robot would drop it).
+   *
+   * @throws {TypeError} before `connect()` and after the connection ended (`closed`, `denied`),
+   *   for a channel that is not a command channel of the robot, or for a payload over
+   *   {@link MAX_COMMAND_BYTES}.
+   */
+  sendCommand(channel: string | number, payload: string | Uint8Array): boolean {
+    const state = this.#state;
+    switch (state.kind) {
+      case 'idle':
+      case 'closed':
+      case 'denied':
+        throw new TypeError(
+          `sendCommand() on a connection that is ${state.kind}: there is no session to send on`,
+        );
+      case 'offering':
+      case 'dialing':
+      case 'handshaking':
+      case 'starting':
+      case 'reconnecting':
+        return false;
+      case 'connected':
+        return state.session.sendCommand(channel, payload);
+      default:
+        return state satisfies never;
+    }
+  }
+
+  /**
+   * Asks the robot for another QoS profile (`set-qos`): the driver's choice of what the link is
+   * used for. Returns `false`, sending nothing, while the connection is on its way or when this
+   * session observes.
+   *
+   * @throws {TypeError} before `connect()` and after the connection ended (`closed`, `denied`).
+   */
+  setQos(profile: QosProfileName): boolean {
+    const state = this.#state;
+    switch (state.kind) {
+      case 'idle':
+      case 'closed':
+      case 'denied':
+        throw new TypeError(`setQos() on a connection that is ${state.kind}: there is no session to ask`);
+      case 'offering':
+      case 'dialing':
+      case 'handshaking':
+      case 'starting':
+      case 'reconnecting':
+        return false;
+      case 'connected':
+        if (state.session.role !== 'driver') return false;
+        state.link.send({ type: 'set-qos', profile });
+        return true;
+      default:
+        return state satisfies never;
+    }
+  }
+
+  /** A snapshot of the connection's and every channel's statistics. */
+  stats(): PilotConnectionStats {
+    return {
+      state: this.state,
+      sessions: this.#sessions,
+      rttMs: this.#rttMs,
+      clockOffsetMs: this.#clockOffsetMs,
+      malformedDatagrams: this.#malformed,
+      lateEvents: this.#late,
+      channels: { ...this.#lastStats, ...sessionOf(this.#state)?.stats() },
+      robot: this.#robotStats,
+      ...(this.#profile !== undefined && { profile: this.#profile }),
+    };
+  }
+
+  /**
+   * Ends the session (telling the robot `bye`) and stops reconnecting. Closing a connection that
+   * has ended already (`closed` or `denied`) does nothing.
+   */
+  close(): void {
+    const state = this.#state;
+    switch (state.kind) {
+      case 'closed':
+      case 'denied':
+        return;
+      case 'handshaking':
+      case 'starting':
+      case 'connected':
+        state.link.send({ type: 'bye' });
+        break;
+      case 'idle':
+      case 'offering':
+      case 'dialing':
+      case 'reconnecting':
+        break;
+      default:
+        state satisfies never;
+    }
+    this.#transition({ kind: 'closed', reason: 'closed by the page' });
+  }
+
+  /**
+   * The one place the state changes: checks the transition, releases what the old state held and
+   * the new one does not, and tells the listeners when the name pages see changes or has news.
+   */
+  #transition(next: ConnectionState): void {
+    const from = this.#state;
+    if (!canTransition(from.kind, next.kind)) {
+      throw new TypeError(`PilotConnection cannot go from ${from.kind} to ${next.kind}`);
+    }
+    this.#release(from, next);
+    this.#state = next;
+    const name = publicState(next);
+    const detail = this.#detail(next);
+    this.#logger.debug({ from: from.kind, to: next.kind, detail }, 'pilot connection state');
+    if (name === this.#announced && detail === undefined) return;
+    this.#announced = name;
+    this.#events.safeEmit('state', name, detail);
+  }
+
+  /** Exit actions: whatever `from` holds that `next` does not is closed or cancelled. */
+  #release(from: ConnectionState, next: ConnectionState): void {
+    switch (from.kind) {
+      case 'idle':
+      case 'offering':
+      case 'closed':
+      case 'denied':
+        return;
+      case 'dialing':
+        from.race.abort();
+        return;
+      case 'reconnecting':
+        this.#clock.clearTimeout(from.timer);
+        return;
+      case 'handshaking':
+      case 'starting':
+      case 'connected': {
+        const session = sessionOf(from);
+        if (session !== undefined && session !== sessionOf(next))
+          this.#lastStats = { ...this.#lastStats, ...session.close() };
+        if (from.link !== linkOf(next)) from.link.close(closeInfo(next));
+        return;
+      }
+      default:
+        from satisfies never;
+    }
+  }
+
+  /** What the `state` event says with the name, if anything. */
+  #detail(state: ConnectionState): string | undefined {
+    switch (state.kind) {
+      case 'idle':
+      case 'dialing':
+      case 'handshaking':
+      case 'starting':
+        return undefined;
+      case 'offering':
+        return 'signalUrl' in this.#options ? 'asking for an offer' : undefined;
+      case 'connected':
+        return state.session.id;
+      case 'reconnecting':
+        return `${state.reason}; retrying in ${Math.round(state.delayMs)} ms`;
+      case 'closed':
+      case 'denied':
+        return state.reason;
+      default:
+        return state satisfies never;
+    }
+  }
+
+  #beginAttempt(number: number): void {
+    const attempt: Attempt = { number };
+    this.#transition({ kind: 'offering', attempt });
+    this.#runAttempt(attempt).catch((err: unknown) => this.#attemptFailed(attempt, err));
+  }
+
+  /**
+   * One attempt, from the token (asked for once per attempt) to `hello`; what follows comes from
+   * the link.
+   */
+  async #runAttempt(attempt: Attempt): Promise<void> {
+    const token = await this.#token();
+    if (!this.#holds(attempt, 'offering')) return this.#ignoreLate('a token arrived');
+    const address = await this.#address(attempt, token);
+    if (address === undefined) return;
+    const race = new AbortController();
+    this.#transition({ kind: 'dialing', attempt, address, race });
+    const raced = await raceCandidates({
+      address,
+      staggerMs: this.#options.candidateStaggerMs ?? CANDIDATE_STAGGER_MS,
+      clock: this.#clock,
+      createTransport: this.#createTransport,
+      signal: race.signal,
+    });
+    if (!this.#holds(attempt, 'dialing')) {
+      // A race called off by leaving `dialing` closed its candidates itself.
+      if (!raced.ok) return;
+      raced.transport.close({ closeCode: 0, reason: 'pilot closed' });
+      this.#ignoreLate('a candidate answered');
+      return;
+    }
+    if (!raced.ok) {
+      this.#drop(raced.reason);
+      return;
+    }
+    const link = await Link.open(raced.url, raced.transport, this.#logger);
+    if (!this.#holds(attempt, 'dialing')) {
+      link.close({ closeCode: 0, reason: 'pilot closed' });
+      this.#ignoreLate('a control stream opened');
+      return;
+    }
+    this.#transition({ kind: 'handshaking', attempt, link, early: [] });
+    link.send({
+      type: 'hello',
+      v: 1,
+      token,
+      ...(address.sessionId !== undefined && { session_id: address.sessionId }),
+    });
+    link.start(this.#linkListener);
+  }
+
+  /**
+   * The robot's address: the given offer, or a new one from svc-cloud for this attempt;
+   * `undefined` when the attempt ended meanwhile or the offer names no address.
+   */
+  async #address(attempt: Attempt, token: string): Promise<RobotAddress | undefined> {
+    const options = this.#options;
+    if ('offer' in options) return options.offer;
+    const offer = await this.#requestOffer({
+      signalUrl: options.signalUrl,
+      robotId: options.robotId,
+      token,
+      clock: this.#clock,
+    });
+    if (!this.#holds(attempt, 'offering')) return this.#ignoreLate('an offer arrived');
+    this.#offer = offer;
+    this.#events.safeEmit('offer', offer);
+    if (offer.urls.length > 0) return offer;
+    this.#drop(`robot ${offer.robotId} announced no address it can be reached at`);
+    return undefined;
+  }
+
+  async #token(): Promise<string> {
+    const token = this.#options.token;
+    return typeof token === 'string' ? token : await token();
+  }
+
+  /** Whether the state is still `kind` of this attempt (not closed or replaced meanwhile). */
+  #holds(attempt: Attempt, kind: ConnectionState['kind']): boolean {
+    return this.#state.kind === kind && attemptOf(this.#state) === attempt;
+  }
+
+  #attemptFailed(attempt: Attempt, err: unknown): void {
+    if (attemptOf(this.#state) !== attempt) {
+      this.#ignoreLate('an attempt failed');
+      return;
+    }
+    // A refused token or a missing grant stays refused; an offline robot or a network problem passes.
+    if (isOfferError(err, 'bad-token') || isOfferError(err, 'forbidden')) {
+      this.#transition({ kind: 'denied', reason: err.message });
+      return;
+    }
+    this.#drop(err instanceof Error ? err.message : String(err));
+  }
+
+  /** The attempt or session ended: try again after a backoff, or close when told not to. */
+  #drop(reason: string): void {
+    const from = this.#state;
+    const attempt = attemptOf(from);
+    if (attempt === undefined) throw new TypeError(`PilotConnection cannot drop from ${from.kind}`);
+    if (this.#options.reconnect === false) {
+      this.#transition({ kind: 'closed', reason });
+      return;
+    }
+    if (from.kind === 'connected' && this.#clock.now() - from.sinceMs >= STABLE_SESSION_MS)
+      this.#backoff.reset();
+    const delayMs = this.#backoff.next();
+    this.#logger.info({ reason, delayMs }, 'pilot connection lost; reconnecting');
+    const reconnecting: ConnectionState = {
+      kind: 'reconnecting',
+      nextAttempt: attempt.number + 1,
+      delayMs,
+      reason,
+      timer: this.#clock.setTimeout(() => this.#retry(reconnecting), delayMs),
+    };
+    this.#transition(reconnecting);
+  }
+
+  #retry(from: ConnectionState): void {
+    if (this.#state !== from || from.kind !== 'reconnecting') {
+      this.#ignoreLate('a retry timer fired');
+      return;
+    }
+    this.#beginAttempt(from.nextAttempt);
+  }
+
+  #onDatagram(link: Link, bytes: Uint8Array): void {
+    const state = this.#state;
+    if (linkOf(state) !== link) {
+      this.#ignoreLate('a datagram');
+      return;
+    }
+    const session = sessionOf(state);
+    if (session !== undefined) this.#feed(session, bytes);
+    else if (state.kind === 'handshaking' && state.early.length < MAX_EARLY_DATAGRAMS)
+      state.early.push(bytes);
+  }
+
+  #feed(session: Session, bytes: Uint8Array): void {
+    if (session.handleDatagram(bytes) === 'malformed') this.#malformed++;
+  }
+
+  #onControl(link: Link, message: ControlMessage): void {
+    const state = this.#state;
+    if (linkOf(state) !== link) {
+      this.#ignoreLate(`a ${message.type} message`);
+      return;
+    }
+    switch (message.type) {
+      case 'welcome':
+        if (state.kind === 'handshaking') this.#welcome(state, message);
+        else this.#ignoreLate('a second welcome');
+        return;
+      case 'denied':
+        this.#transition({ kind: 'denied', reason: message.reason });
+        return;
+      case 'bye':
+        // The robot ends the session (revoked, or shutting down): reconnect if we should.
+        this.#drop(message.reason ?? 'the robot ended the session');
+        return;
+      case 'agent-stats':
+        this.#robotStats = message.channels;
+        return;
+      case 'qos':
+        // The driver changed the profile: every pilot of the robot follows it.
+        this.#profile = message.profile;
+        sessionOf(state)?.applyQos(message.profile, message.presentation_delay_ms);
+        return;
+      case 'pong': {
+        this.#rttMs = this.#clock.now() - message.t;
+        this.#clockOffsetMs = message.t + this.#rttMs / 2 - message.robot_time;
+        sessionOf(state)?.setClockOffset(this.#clockOffsetMs);
+        return;
+      }
+      case 'hello':
+      case 'ping':
+      case 'request-keyframe':
+      case 'loss':
+      case 'set-qos':
+      case 'pilot-stats':
+        // The pilot's own messages: a robot has no reason to send them.
+        return;
+      default:
+        message satisfies never;
+    }
+  }
+
+  #welcome(from: Extract<ConnectionState, { kind: 'handshaking' }>, welcome: Welcome): void {
+    this.#sessions++;
+    this.#profile = welcome.qos.profile;
+    const session = new Session({
+      welcome,
+      link: from.link,
+      container: this.#options.container,
+      presentationDelayMs: this.#options.presentationDelayMs,
+      clockOffsetMs: this.#clockOffsetMs,
+      clock: this.#clock,
+      random: this.#random,
+      events: this.#events,
+      logger: this.#logger,
+    });
+    this.#transition({ kind: 'starting', attempt: from.attempt, link: from.link, session });
+    const started = session.start();
+    // The clock offset at once, not after the first ping interval: the replay paints early.
+    from.link.send({ type: 'ping', t: this.#clock.now() });
+    // Every reassembler exists and every decoder is starting: what came early goes in, in order.
+    for (const datagram of from.early) this.#feed(session, datagram);
+    started.then(
+      () => this.#started(session),
+      (err: unknown) => this.#attemptFailed(from.attempt, err),
+    );
+  }
+
+  #started(session: Session): void {
+    const state = this.#state;
+    if (state.kind !== 'starting' || state.session !== session) {
+      this.#ignoreLate('the decoders started');
+      return;
+    }
+    const { attempt, link } = state;
+    this.#transition({ kind: 'connected', attempt, link, session, sinceMs: this.#clock.now() });
+  }
+
+  #onLinkEnded(link: Link, reason: string): void {
+    if (linkOf(this.#state) !== link) {
+      this.#ignoreLate('a transport closed');
+      return;
+    }
+    this.#drop(reason);
+  }
+
+  /** Counts an event for a state the connection has left; returns `undefined` for `return`. */
+  #ignoreLate(what: string): undefined {
+    this.#late++;
+    this.#logger.debug({ state: this.#state.kind, event: what }, 'a late event was ignored');
+    return undefined;
+  }
+}
+
+/** How the transport is closed on the way to `next`. */
+function closeInfo(next: ConnectionState): WebTransportCloseInfo {
+  switch (next.kind) {
+    case 'denied':
+      return { closeCode: 1, reason: 'denied' };
+    case 'closed':
+      return { closeCode: 0, reason: 'pilot closed' };
+    case 'reconnecting':
+      return { closeCode: 0, reason: 'reconnecting' };
+    case 'idle':
+    case 'offering':
+    case 'dialing':
+    case 'handshaking':
+    case 'starting':
+    case 'connected':
+      return { closeCode: 0, reason: 'pilot closed' };
+    default:
+      return next satisfies never;
+  }
+}

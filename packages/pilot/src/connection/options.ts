@@ -1,0 +1,146 @@
+import type { BackoffPolicy, Clock, Logger } from '@svc/runtime';
+import type { AssembledFrame, ControlMessage, Reassembler } from '@svc/wire';
+import type { RequestOfferOptions, RobotOffer } from '../signalling.js';
+import type { PlayerPaintReport } from '../video/player.js';
+import type { VideoStatsSnapshot } from '../video/stats.js';
+import type { PilotConnectionState } from './state.js';
+
+/** A pilot session token, or a function that gets a current one (called before every attempt). */
+export type PilotToken = string | (() => string | Promise<string>);
+
+/**
+ * How to reach a robot as an offer gives it: candidate URLs in the robot's order of preference,
+ * its certificate hashes, and the session id the signalling server assigned.
+ */
+export interface RobotAddress {
+  /** `https://<address>:<quic_port>/` per candidate. */
+  readonly urls: readonly string[];
+  /** SHA-256 of the robot's certificates, hex (what `serverCertificateHashes` pins). */
+  readonly certificateHashes: readonly string[];
+  /** Session id from the offer, sent in `hello` (the robot matches it with the server's notice). */
+  readonly sessionId?: string;
+}
+
+/** Where the robot's address comes from. */
+export type RobotAddressSource =
+  | {
+      /** `wss://<host>/ws` of svc-cloud: an offer is asked for before every attempt. */
+      readonly signalUrl: string;
+      readonly robotId: string;
+    }
+  | {
+      /** An offer received earlier (for example while svc-cloud is unreachable): used as it is. */
+      readonly offer: RobotAddress;
+    };
+
+/** The robot's QoS profiles, as the control stream names them. */
+export type QosProfileName = Extract<ControlMessage, { type: 'set-qos' }>['profile'];
+
+/** What a {@link PilotConnection} tells its listeners (`connection.on(event, listener)`). */
+export interface PilotConnectionEvents {
+  /** The connection's state changed, or the same state has news (`detail`: why, or the session id). */
+  state: (state: PilotConnectionState, detail?: string) => void;
+  /** svc-cloud made an offer (once per attempt). */
+  offer: (offer: RobotOffer) => void;
+  /** A whole frame, as the reassembler hands it over (before decoding). */
+  frame: (channel: number, frame: AssembledFrame) => void;
+  /** A frame was painted. */
+  paint: (channel: number, report: PlayerPaintReport) => void;
+  /** A sensor message, whole (one UDP datagram the robot received), with its channel's id and name. */
+  sensor: (channel: number, bytes: Uint8Array, name: string) => void;
+}
+
+/**
+ * The part of a browser `WebTransport` the connection uses, so tests can drive it with a fake
+ * ({@link PilotConnectionDependencies.createTransport}).
+ */
+export interface PilotTransport {
+  readonly ready: Promise<unknown>;
+  readonly closed: Promise<WebTransportCloseInfo>;
+  readonly datagrams: {
+    readonly readable: ReadableStream<Uint8Array>;
+    readonly writable: WritableStream<Uint8Array>;
+    readonly maxDatagramSize: number;
+  };
+  createBidirectionalStream(): Promise<{
+    readonly readable: ReadableStream<Uint8Array>;
+    readonly writable: WritableStream<Uint8Array>;
+  }>;
+  close(info?: WebTransportCloseInfo): void;
+}
+
+/** Opens a transport to one candidate URL (the browser's `new WebTransport(url, options)` by default). */
+export type TransportFactory = (url: string, options: WebTransportOptions) => PilotTransport;
+
+/**
+ * What a {@link PilotConnection} takes from outside instead of reaching for globals: time,
+ * randomness, logging, the transport and the offer. Every one has a browser default; tests pass
+ * fakes to drive the connection without a browser or a network.
+ */
+export interface PilotConnectionDependencies {
+  /** Time and timers (default `systemClock`). */
+  readonly clock?: Clock;
+  /** A uniform draw in `[0, 1)` for backoff jitter and command frame ids (default `Math.random`). */
+  readonly random?: () => number;
+  /** Where the connection logs (default `consoleLogger()`). */
+  readonly logger?: Logger;
+  /** Opens WebTransport to a candidate (default the browser's `WebTransport`). */
+  readonly createTransport?: TransportFactory;
+  /** Asks svc-cloud for an offer (default {@link requestOffer}). */
+  readonly requestOffer?: (options: RequestOfferOptions) => Promise<RobotOffer>;
+}
+
+/** Options of a {@link PilotConnection}. */
+export type PilotConnectOptions = RobotAddressSource &
+  PilotConnectionDependencies & {
+    /** Pilot session token for signalling and `hello` (`POST /api/v1/session-tokens`). */
+    readonly token: PilotToken;
+    /** Where the channels' videos go: one child element per video channel. */
+    readonly container: HTMLElement;
+    /** Overrides the profile's presentation delay (0 paints as soon as decoded). */
+    readonly presentationDelayMs?: number;
+    /** Reconnect after the session drops (default true), with backoff and a fresh offer. */
+    readonly reconnect?: boolean;
+    /** How long to wait for a candidate before also trying the next one (default 250 ms). */
+    readonly candidateStaggerMs?: number;
+    /** A `state` listener added before the connection starts. */
+    readonly onState?: PilotConnectionEvents['state'];
+    /** An `offer` listener added before the connection starts. */
+    readonly onOffer?: PilotConnectionEvents['offer'];
+    /** A `frame` listener added before the connection starts. */
+    readonly onFrame?: PilotConnectionEvents['frame'];
+    /** A `paint` listener added before the connection starts. */
+    readonly onPaint?: PilotConnectionEvents['paint'];
+    /** A `sensor` listener added before the connection starts. */
+    readonly onSensor?: PilotConnectionEvents['sensor'];
+  };
+
+/**
+ * Reconnection delays of the pilot: full jitter from 250 ms doubling up to 5 s, quicker than the
+ * daemon's, because a person is waiting for the picture to come back.
+ */
+export const PILOT_RECONNECT_BACKOFF: BackoffPolicy = Object.freeze({ baseMs: 250, capMs: 5000 });
+
+/** One channel's statistics: the player's and its reassembler's. */
+export type PilotChannelStats = VideoStatsSnapshot & { reassembler: Reassembler['stats'] };
+
+/** Statistics of the whole connection. */
+export interface PilotConnectionStats {
+  readonly state: PilotConnectionState;
+  readonly sessions: number;
+  readonly rttMs: number | undefined;
+  /** Local clock minus the robot's, ms. */
+  readonly clockOffsetMs: number | undefined;
+  readonly malformedDatagrams: number;
+  /**
+   * Network events that came for a state the connection had left (a datagram, a control line, a
+   * transport's close, an offer or a candidate after `close()` or after a reconnect replaced the
+   * transport): ignored, and counted here.
+   */
+  readonly lateEvents: number;
+  readonly channels: Record<string, PilotChannelStats>;
+  /** The robot's latest `agent-stats`, per channel id. */
+  readonly robot: Record<string, Record<string, number | string>>;
+  /** The robot's QoS profile (the driver may change it: {@link PilotConnection.setQos}). */
+  readonly profile?: QosProfileName;
+}

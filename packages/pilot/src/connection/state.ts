@@ -1,0 +1,172 @@
+import type { TimerHandle } from '@svc/runtime';
+import type { Link } from './link.js';
+import type { RobotAddress } from './options.js';
+import type { Session } from './session.js';
+
+/**
+ * Where a {@link PilotConnection} is, as pages see it: `idle` until `connect()`, `connecting` on
+ * the first attempt, `connected` from the robot's `welcome` with every decoder started,
+ * `reconnecting` from a drop until the next `welcome`, and the two ends: `closed` (by the page, or
+ * a drop with reconnection off) and `denied` (the token or the robot refused: retrying cannot help).
+ */
+export type PilotConnectionState = 'idle' | 'connecting' | 'connected' | 'reconnecting' | 'denied' | 'closed';
+
+/** One attempt to reach the robot; the identity that tells a current event from a late one. */
+export interface Attempt {
+  /** 1 for the first attempt since `connect()`. */
+  readonly number: number;
+}
+
+/**
+ * The connection's life cycle, each variant holding only what is valid in it. One attempt goes
+ * `offering` (token and address) → `dialing` (the candidate race) → `handshaking` (`hello` sent,
+ * datagrams held until `welcome`) → `starting` (`welcome` handled, decoders checking their codec)
+ * → `connected`. A drop leads to `reconnecting` (a timer to the next attempt) or, with
+ * reconnection off, to `closed`.
+ */
+export type ConnectionState =
+  | { readonly kind: 'idle' }
+  | { readonly kind: 'offering'; readonly attempt: Attempt }
+  | {
+      readonly kind: 'dialing';
+      readonly attempt: Attempt;
+      readonly address: RobotAddress;
+      /** Aborts the candidate race (every candidate still trying is closed). */
+      readonly race: AbortController;
+    }
+  | {
+      readonly kind: 'handshaking';
+      readonly attempt: Attempt;
+      readonly link: Link;
+      /** Datagrams that came before `welcome` (the robot's replay follows it closely). */
+      readonly early: Uint8Array[];
+    }
+  | { readonly kind: 'starting'; readonly attempt: Attempt; readonly link: Link; readonly session: Session }
+  | {
+      readonly kind: 'connected';
+      readonly attempt: Attempt;
+      readonly link: Link;
+      readonly session: Session;
+      /** Clock time of the transition, to tell a session that held from one that did not. */
+      readonly sinceMs: number;
+    }
+  | {
+      readonly kind: 'reconnecting';
+      /** The number the next attempt will have. */
+      readonly nextAttempt: number;
+      readonly delayMs: number;
+      /** Why the last attempt or session ended. */
+      readonly reason: string;
+      readonly timer: TimerHandle;
+    }
+  | { readonly kind: 'closed'; readonly reason: string }
+  | { readonly kind: 'denied'; readonly reason: string };
+
+/** The names of {@link ConnectionState}'s variants. */
+export type ConnectionStateKind = ConnectionState['kind'];
+
+/**
+ * Whether the machine may go from `from` to `to`: the one table of transitions. `closed` and
+ * `denied` are final; a step of an attempt may always fail into `reconnecting`, `closed` or
+ * (where the robot or the token can refuse) `denied`.
+ */
+export function canTransition(from: ConnectionStateKind, to: ConnectionStateKind): boolean {
+  switch (from) {
+    case 'idle':
+      return to === 'offering' || to === 'closed';
+    case 'offering':
+      return to === 'dialing' || to === 'reconnecting' || to === 'closed' || to === 'denied';
+    case 'dialing':
+      // Nothing refuses during the race: a refusal comes with the offer or on the control stream.
+      return to === 'handshaking' || to === 'reconnecting' || to === 'closed';
+    case 'handshaking':
+      return to === 'starting' || to === 'reconnecting' || to === 'closed' || to === 'denied';
+    case 'starting':
+      return to === 'connected' || to === 'reconnecting' || to === 'closed' || to === 'denied';
+    case 'connected':
+      return to === 'reconnecting' || to === 'closed' || to === 'denied';
+    case 'reconnecting':
+      return to === 'offering' || to === 'closed';
+    case 'closed':
+    case 'denied':
+      return false;
+    default:
+      return from satisfies never;
+  }
+}
+
+/** The name pages see for a state. */
+export function publicState(state: ConnectionState): PilotConnectionState {
+  switch (state.kind) {
+    case 'idle':
+    case 'connected':
+    case 'reconnecting':
+    case 'closed':
+    case 'denied':
+      return state.kind;
+    case 'offering':
+    case 'dialing':
+    case 'handshaking':
+    case 'starting':
+      return state.attempt.number === 1 ? 'connecting' : 'reconnecting';
+    default:
+      return state satisfies never;
+  }
+}
+
+/** The attempt a state belongs to, if it belongs to one. */
+export function attemptOf(state: ConnectionState): Attempt | undefined {
+  switch (state.kind) {
+    case 'offering':
+    case 'dialing':
+    case 'handshaking':
+    case 'starting':
+    case 'connected':
+      return state.attempt;
+    case 'idle':
+    case 'reconnecting':
+    case 'closed':
+    case 'denied':
+      return undefined;
+    default:
+      return state satisfies never;
+  }
+}
+
+/** The transport link a state holds, if any. */
+export function linkOf(state: ConnectionState): Link | undefined {
+  switch (state.kind) {
+    case 'handshaking':
+    case 'starting':
+    case 'connected':
+      return state.link;
+    case 'idle':
+    case 'offering':
+    case 'dialing':
+    case 'reconnecting':
+    case 'closed':
+    case 'denied':
+      return undefined;
+    default:
+      return state satisfies never;
+  }
+}
+
+/** The session (channels, players, timers) a state holds, if any. */
+export function sessionOf(state: ConnectionState): Session | undefined {
+  switch (state.kind) {
+    case 'starting':
+    case 'connected':
+      return state.session;
+    case 'idle':
+    case 'offering':
+    case 'dialing':
+    case 'handshaking':
+    case 'reconnecting':
+    case 'closed':
+    case 'denied':
+      return undefined;
+    default:
+      return state satisfies never;
+  }
+}
