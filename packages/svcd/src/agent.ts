@@ -6,7 +6,7 @@ import { enrolmentBaseUrl, enrolOnStart } from './enrolment.js';
 import { type RunningDaemon, serve } from './serve.js';
 import type { AuthorizeSession } from './session-registry.js';
 import { isSessionTokenError, SessionTokenVerifier } from './session-tokens.js';
-import { type SessionOpenMessage, SignallingClient } from './signalling-client.js';
+import { type SessionOpenMessage, SignallingClient } from './signalling/client.js';
 
 /** Options of {@link runAgent}. */
 export interface AgentOptions {

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { checkVideoInput, isMediaError, MJPEG_BANDWIDTH_WARNING } from '@svc/media';
-import { redactUrl } from '@svc/runtime';
+import { DEFAULT_QOS_PROFILE, QOS_PROFILE_NAMES } from '@svc/qos';
+import { CodedError, codedErrorGuard, redactUrl } from '@svc/runtime';
 import { ROBOT_ID_PATTERN } from '@svc/wire';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
@@ -12,20 +13,22 @@ export interface ConfigIssue {
   readonly message: string;
 }
 
+/** The code of {@link ConfigError}: `invalid-config`, whatever the problems. */
+export type ConfigErrorCode = 'invalid-config';
+
 /** A configuration that cannot be used; `issues` lists every problem, not just the first. */
-export class ConfigError extends Error {
+export class ConfigError extends CodedError<ConfigErrorCode> {
   override readonly name = 'ConfigError';
-  readonly code = 'invalid-config';
   readonly issues: readonly ConfigIssue[];
 
   constructor(file: string, issues: readonly ConfigIssue[], options?: { cause?: unknown }) {
-    super(`${file}: ${issues.map((i) => i.message).join('\n  ')}`, options);
+    super('invalid-config', `${file}: ${issues.map((i) => i.message).join('\n  ')}`, options);
     this.issues = issues;
   }
 }
 
-/** QoS profiles a daemon may be configured with (architecture page). */
-export const QOS_PROFILES = ['latency', 'balanced', 'quality'] as const;
+/** True when `err` is a {@link ConfigError}. */
+export const isConfigError = codedErrorGuard(ConfigError);
 
 /** Defaults of the `[agent]` keys the specification leaves optional, in one place. */
 export const AGENT_DEFAULTS = {
@@ -33,7 +36,7 @@ export const AGENT_DEFAULTS = {
   quic_port: 4433,
   ipv6: false,
   port_mapping: false,
-  qos_profile: 'balanced',
+  qos_profile: DEFAULT_QOS_PROFILE,
   max_sessions: 4,
   relay: false,
   recovery_ladder: true,
@@ -71,7 +74,7 @@ const agentSchema = z
     ipv6: bool().default(AGENT_DEFAULTS.ipv6),
     port_mapping: bool().default(AGENT_DEFAULTS.port_mapping),
     qos_profile: z
-      .enum(QOS_PROFILES, { error: `one of ${QOS_PROFILES.join(', ')}` })
+      .enum(QOS_PROFILE_NAMES, { error: `one of ${QOS_PROFILE_NAMES.join(', ')}` })
       .default(AGENT_DEFAULTS.qos_profile),
     max_sessions: int(1, 64).default(AGENT_DEFAULTS.max_sessions),
     relay: bool().default(AGENT_DEFAULTS.relay),

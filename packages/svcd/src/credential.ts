@@ -13,7 +13,7 @@ import {
 import { chmod, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { inspect } from 'node:util';
-import { type Logger, silentLogger } from '@svc/runtime';
+import { CodedError, codedErrorGuard, type Logger, silentLogger } from '@svc/runtime';
 
 /**
  * Stable codes of {@link CredentialError}. Callers branch on `code`, never on the message.
@@ -25,20 +25,12 @@ import { type Logger, silentLogger } from '@svc/runtime';
 export type CredentialErrorCode = 'credential-invalid' | 'credential-unreadable' | 'credential-unwritable';
 
 /** A credential file that cannot be used. Messages name the file and what to do, never its content. */
-export class CredentialError extends Error {
+export class CredentialError extends CodedError<CredentialErrorCode> {
   override readonly name = 'CredentialError';
-  readonly code: CredentialErrorCode;
-
-  constructor(code: CredentialErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 /** True when `err` is a {@link CredentialError}, optionally with the given code. */
-export function isCredentialError(err: unknown, code?: CredentialErrorCode): err is CredentialError {
-  return err instanceof CredentialError && (code === undefined || err.code === code);
-}
+export const isCredentialError = codedErrorGuard(CredentialError);
 
 /** First line of a credential file: names the content and its version. */
 export const CREDENTIAL_FILE_HEADER = 'svcd-ed25519-seed-v1';

@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { type Logger, redactText, redactUrl } from '@svc/runtime';
+import { CodedError, codedErrorGuard, type Logger, redactText, redactUrl } from '@svc/runtime';
 import { z } from 'zod';
 import type { DaemonConfig } from './config.js';
 import { loadOrCreateCredential, type RobotCredential } from './credential.js';
@@ -39,20 +39,12 @@ export type EnrolmentErrorCode =
   | 'bad-url';
 
 /** An enrolment that did not happen. The message says what to do; it never contains the token. */
-export class EnrolmentError extends Error {
+export class EnrolmentError extends CodedError<EnrolmentErrorCode> {
   override readonly name = 'EnrolmentError';
-  readonly code: EnrolmentErrorCode;
-
-  constructor(code: EnrolmentErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 /** True when `err` is an {@link EnrolmentError}, optionally with the given code. */
-export function isEnrolmentError(err: unknown, code?: EnrolmentErrorCode): err is EnrolmentError {
-  return err instanceof EnrolmentError && (code === undefined || err.code === code);
-}
+export const isEnrolmentError = codedErrorGuard(EnrolmentError);
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 const DEFAULT_TIMEOUT_MS = 15_000;
@@ -419,7 +411,7 @@ export async function enrolOnStart(options: EnrolOnStartOptions): Promise<StartE
   if (token === undefined) {
     if (credential.created) {
       logger.warn(
-        { robotId, credential: credentialPath, publicKey: credential.publicKey },
+        { robotId, file: credentialPath, publicKey: credential.publicKey },
         'created a new robot key; the robot is not enrolled yet and the signalling server will deny it ' +
           '(unknown-robot) unless it allows open dev enrolment: create an enrolment token in the console ' +
           '(Fleet, Create enrolment token), then run svcd --config <file> enrol --token <token>, or start with ' +

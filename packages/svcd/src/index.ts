@@ -46,7 +46,16 @@ export {
   redeemEnrolmentToken,
   type StartEnrolment,
 } from './enrolment.js';
-export { PilotSession, type PilotSessionDatagramStats, type PilotSessionOptions } from './pilot-session.js';
+export {
+  PilotSession,
+  type PilotSessionDatagramStats,
+  type PilotSessionOptions,
+} from './pilot-session/session.js';
+export {
+  assertPilotSessionTransition,
+  PILOT_SESSION_TRANSITIONS,
+  type PilotSessionState,
+} from './pilot-session/state.js';
 export { type ProbeLine, type ProbeOptions, type ProbeSummary, probeInput } from './probe.js';
 export {
   PublisherControl,
@@ -57,6 +66,7 @@ export {
 export {
   ChannelError,
   type ChannelErrorCode,
+  isChannelError,
   SENSOR_PARITY,
   SensorChannel,
   type SensorChannelStats,
@@ -89,18 +99,19 @@ export {
   SessionTokenVerifier,
   type SessionTokenVerifierOptions,
 } from './session-tokens.js';
+export type { AnnounceState, SignallingSession } from './signalling/announce.js';
 export {
-  type AnnounceState,
-  remedyFor,
   type SessionOpenMessage,
   type SessionRevokedMessage,
   SIGNALLING_TIMING,
   SignallingClient,
   type SignallingClientOptions,
   type SignallingCredential,
-  type SignallingScheduler,
-  type SignallingSession,
+  type SignallingIgnored,
+} from './signalling/client.js';
+export { remedyFor } from './signalling/remedies.js';
+export {
+  assertSignallingTransition,
+  SIGNALLING_TRANSITIONS,
   type SignallingState,
-  type SignallingStateDetail,
-  signallingBackoffMs,
-} from './signalling-client.js';
+} from './signalling/state.js';

@@ -4,6 +4,7 @@ import {
   RecoveryLadder,
   type RecoveryRequest,
 } from '@svc/qos';
+import { type Clock, systemClock, type TimerHandle } from '@svc/runtime';
 import type { PublisherControlMessage } from '@svc/wire';
 
 /** Options of {@link ChannelRecovery}. */
@@ -15,8 +16,8 @@ export interface ChannelRecoveryOptions {
   readonly ladder: boolean;
   /** Sends one publisher-control datagram (fire and forget). */
   readonly send: (message: PublisherControlMessage) => void;
-  /** Monotonic clock, ms. */
-  readonly now: () => number;
+  /** Time and the timer that releases a held-back request; default `systemClock`. */
+  readonly clock?: Clock;
 }
 
 /**
@@ -28,11 +29,13 @@ export interface ChannelRecoveryOptions {
 export class ChannelRecovery {
   readonly #options: ChannelRecoveryOptions;
   readonly #ladder: RecoveryLadder;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #clock: Clock;
+  #timer: TimerHandle | undefined;
   #closed = false;
 
   constructor(options: ChannelRecoveryOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
     this.#ladder = new RecoveryLadder({
       recoveryGraceMs: options.profile.recoveryGraceMs,
       enabled: options.ladder,
@@ -46,12 +49,12 @@ export class ChannelRecovery {
 
   /** A pilot joined without a current picture, or asked for a keyframe: `idr`, outside the ladder. */
   keyframeNeeded(reason: 'join' | 'pilot-request'): void {
-    this.#emit(this.#ladder.handleKeyframeRequest(this.#options.now(), reason));
+    this.#emit(this.#ladder.handleKeyframeRequest(this.#clock.now(), reason));
   }
 
   /** A pilot reported a frame it could not repair, or the send path dropped frames. */
   lossReported(reason: string): void {
-    this.#emit(this.#ladder.handleLoss(this.#options.now(), reason));
+    this.#emit(this.#ladder.handleLoss(this.#clock.now(), reason));
   }
 
   /** The driver changed the profile: its `recovery_grace_ms` from now on. */
@@ -61,12 +64,13 @@ export class ChannelRecovery {
 
   /** A keyframe came from the publisher. */
   recoveryPoint(): void {
-    this.#ladder.handleRecoveryPoint(this.#options.now());
+    this.#ladder.handleRecoveryPoint(this.#clock.now());
   }
 
+  /** Stops asking: a held-back request is dropped with its timer. */
   close(): void {
     this.#closed = true;
-    clearTimeout(this.#timer);
+    this.#clock.clearTimeout(this.#timer);
   }
 
   #emit(request: RecoveryRequest | null): void {
@@ -76,11 +80,10 @@ export class ChannelRecovery {
     }
     // A request the limit held back goes out when the limit allows.
     if (this.#ladder.pending !== null && this.#timer === undefined) {
-      this.#timer = setTimeout(() => {
+      this.#timer = this.#clock.setTimeout(() => {
         this.#timer = undefined;
-        this.#emit(this.#ladder.handleTick(this.#options.now()));
+        this.#emit(this.#ladder.handleTick(this.#clock.now()));
       }, RECOVERY_REQUEST_INTERVAL_MS);
-      this.#timer.unref?.();
     }
   }
 }

@@ -1,5 +1,5 @@
 import { createSocket, type Socket } from 'node:dgram';
-import type { Logger } from '@svc/runtime';
+import { CodedError, codedErrorGuard, type Logger } from '@svc/runtime';
 import { FramePacker, type PackedFrame, type ParityPolicy, wrapU32 } from '@svc/wire';
 import { daemonClockMs } from './clock.js';
 import type { SensorChannelConfig } from './config.js';
@@ -8,15 +8,12 @@ import type { SensorChannelConfig } from './config.js';
 export type ChannelErrorCode = 'bind-failed';
 
 /** A robot-side UDP interface (sensor, command, publisher control) that cannot start. */
-export class ChannelError extends Error {
+export class ChannelError extends CodedError<ChannelErrorCode> {
   override readonly name = 'ChannelError';
-  readonly code: ChannelErrorCode;
-
-  constructor(code: ChannelErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
+
+/** True when `err` is a {@link ChannelError}, optionally with the given code. */
+export const isChannelError = codedErrorGuard(ChannelError);
 
 /**
  * Parity of sensor frames: a quarter of the data chunks, at least one per block, so a single lost

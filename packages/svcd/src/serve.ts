@@ -11,7 +11,7 @@ import type {
   SensorChannelConfig,
   VideoChannelConfig,
 } from './config.js';
-import { PilotSession } from './pilot-session.js';
+import { PilotSession } from './pilot-session/session.js';
 import { PublisherControl } from './publisher-control.js';
 import { ChannelRecovery } from './recovery.js';
 import { SensorChannel } from './sensor-channel.js';
@@ -81,14 +81,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   const channels = config.channels
     .filter((c): c is VideoChannelConfig => c.kind === 'video')
     .map((c) => new VideoChannel(c, profile, logger));
-  const registry = new SessionRegistry({
-    maxSessions: config.agent.max_sessions,
-    onListenerError: (err, event) =>
-      logger.error(
-        { event, err: err instanceof Error ? err.message : String(err) },
-        'session listener failed',
-      ),
-  });
+  const registry = new SessionRegistry({ maxSessions: config.agent.max_sessions, logger });
   const { authorize } = options;
   const opened: { close(): Promise<void> }[] = [];
   /** Recovery requests per video channel id, when there is a publisher to ask. */
@@ -174,7 +167,6 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
         profile,
         ladder: config.agent.recovery_ladder,
         send: (message) => control.send(message),
-        now: () => performance.now(),
       });
       channel.onKeyframe = () => ladder.recoveryPoint();
       recovery.set(channel.config.id, ladder);

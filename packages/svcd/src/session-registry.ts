@@ -1,3 +1,5 @@
+import { type Logger, TypedEmitter } from '@svc/runtime';
+
 /** A session's role: a `driver` may send commands; an `observer`'s commands are dropped. */
 export type SessionRole = 'driver' | 'observer';
 
@@ -69,11 +71,11 @@ export interface SessionEvent {
   readonly reason?: string;
 }
 
-/** Events of a {@link SessionRegistry}. */
-export interface SessionRegistryEvents {
-  readonly started: SessionEvent;
-  readonly ended: SessionEvent;
-}
+/** Events of a {@link SessionRegistry}: a session started or ended. */
+export type SessionRegistryEvents = {
+  started: (event: SessionEvent) => void;
+  ended: (event: SessionEvent) => void;
+};
 
 /** Options of {@link SessionRegistry}. */
 export interface SessionRegistryOptions {
@@ -86,16 +88,14 @@ export interface SessionRegistryOptions {
    * session tokens live a few minutes at most).
    */
   readonly revokedUnknownExpiryMs?: number;
-  /** A listener threw; the registry carries on (default: `console.error`). */
-  readonly onListenerError?: (err: unknown, event: keyof SessionRegistryEvents) => void;
+  /** Where a listener that threw is reported (the registry carries on); default silent. */
+  readonly logger?: Logger;
 }
 
 interface Entry {
   readonly session: OpenSession;
   readonly close: (reason: string) => void;
 }
-
-type Listener<E extends keyof SessionRegistryEvents> = (event: SessionRegistryEvents[E]) => void;
 
 /**
  * Who is connected to this robot: enforces `max_sessions`, hands out the one driver slot, refuses
@@ -114,14 +114,10 @@ export class SessionRegistry {
   readonly maxSessions: number;
   readonly #now: () => number;
   readonly #revokedTtlMs: number;
-  readonly #onListenerError: (err: unknown, event: keyof SessionRegistryEvents) => void;
   readonly #open = new Map<string, Entry>();
   /** Revoked `jti` → when (ms) it may be accepted again. */
   readonly #revoked = new Map<string, number>();
-  readonly #listeners: { [E in keyof SessionRegistryEvents]: Set<Listener<E>> } = {
-    started: new Set(),
-    ended: new Set(),
-  };
+  readonly #events: TypedEmitter<SessionRegistryEvents>;
   #driver: string | undefined;
 
   constructor(options: SessionRegistryOptions) {
@@ -131,9 +127,7 @@ export class SessionRegistry {
     this.maxSessions = options.maxSessions;
     this.#now = options.now ?? Date.now;
     this.#revokedTtlMs = options.revokedUnknownExpiryMs ?? 15 * 60_000;
-    this.#onListenerError =
-      options.onListenerError ??
-      ((err, event) => console.error(`session registry: a "${event}" listener threw`, err));
+    this.#events = new TypedEmitter(options.logger);
   }
 
   /** Open sessions. */
@@ -157,10 +151,8 @@ export class SessionRegistry {
   }
 
   /** Subscribes to an event; returns the unsubscribe function. */
-  on<E extends keyof SessionRegistryEvents>(event: E, listener: Listener<E>): () => void {
-    const set = this.#listeners[event] as Set<Listener<E>>;
-    set.add(listener);
-    return () => set.delete(listener);
+  on<E extends keyof SessionRegistryEvents>(event: E, listener: SessionRegistryEvents[E]): () => void {
+    return this.#events.on(event, listener);
   }
 
   /**
@@ -194,7 +186,7 @@ export class SessionRegistry {
     });
     this.#open.set(sessionId, { session, close: request.close });
     if (role === 'driver') this.#driver = sessionId;
-    this.#emit('started', { session, sessions: this.#open.size });
+    this.#events.safeEmit('started', { session, sessions: this.#open.size });
     return { ok: true, session };
   }
 
@@ -208,7 +200,7 @@ export class SessionRegistry {
     if (entry === undefined) return false;
     this.#open.delete(sessionId);
     if (this.#driver === sessionId) this.#driver = undefined;
-    this.#emit('ended', { session: entry.session, sessions: this.#open.size, reason });
+    this.#events.safeEmit('ended', { session: entry.session, sessions: this.#open.size, reason });
     return true;
   }
 
@@ -244,16 +236,6 @@ export class SessionRegistry {
   #pruneRevoked(): void {
     const now = this.#now();
     for (const [jti, untilMs] of this.#revoked) if (untilMs <= now) this.#revoked.delete(jti);
-  }
-
-  #emit<E extends keyof SessionRegistryEvents>(event: E, value: SessionRegistryEvents[E]): void {
-    for (const listener of [...(this.#listeners[event] as Set<Listener<E>>)]) {
-      try {
-        listener(value);
-      } catch (err) {
-        this.#onListenerError(err, event);
-      }
-    }
   }
 }
 

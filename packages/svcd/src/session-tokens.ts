@@ -7,7 +7,15 @@
 import { randomBytes } from 'node:crypto';
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { type Logger, redactUrl } from '@svc/runtime';
+import {
+  type Clock,
+  CodedError,
+  codedErrorGuard,
+  type Logger,
+  redactUrl,
+  systemClock,
+  type TimerHandle,
+} from '@svc/runtime';
 import {
   createLocalJWKSet,
   decodeProtectedHeader,
@@ -46,20 +54,12 @@ export type SessionTokenErrorCode =
  * A refused pilot session token. The message is a short reason fit to send to the pilot in
  * `denied`; it never contains the token or key material.
  */
-export class SessionTokenError extends Error {
+export class SessionTokenError extends CodedError<SessionTokenErrorCode> {
   override readonly name = 'SessionTokenError';
-  readonly code: SessionTokenErrorCode;
-
-  constructor(code: SessionTokenErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 /** True when `err` is a {@link SessionTokenError}, optionally with the given code. */
-export function isSessionTokenError(err: unknown, code?: SessionTokenErrorCode): err is SessionTokenError {
-  return err instanceof SessionTokenError && (code === undefined || err.code === code);
-}
+export const isSessionTokenError = codedErrorGuard(SessionTokenError);
 
 /** Scopes a pilot session token may carry. */
 export const SESSION_SCOPES = ['drive', 'observe'] as const;
@@ -100,8 +100,11 @@ export interface SessionTokenVerifierOptions {
   logger: Logger;
   /** Fetch implementation. Default `globalThis.fetch`. */
   fetch?: typeof fetch;
-  /** Clock in milliseconds since the epoch. Default `Date.now`. */
-  now?: () => number;
+  /**
+   * Time and timers: token expiry against the wall clock, the refetch cooldown and the refresh
+   * period on the monotonic one. Default `systemClock`.
+   */
+  clock?: Clock;
   /** Period of the background refresh, in milliseconds. Default 300000 (5 min). */
   refreshIntervalMs?: number;
   /** Shortest time between two fetches caused by an unknown `kid`, in milliseconds. Default 10000. */
@@ -149,7 +152,7 @@ export class SessionTokenVerifier {
   readonly #cacheFile: string;
   readonly #logger: Logger;
   readonly #fetch: typeof fetch;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #refreshIntervalMs: number;
   readonly #cooldownMs: number;
   readonly #timeoutMs: number;
@@ -157,7 +160,7 @@ export class SessionTokenVerifier {
   #keySet: ReturnType<typeof createLocalJWKSet> | undefined;
   #inflight: Promise<boolean> | undefined;
   #lastUnknownKidFetch = Number.NEGATIVE_INFINITY;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: TimerHandle | undefined;
 
   constructor(options: SessionTokenVerifierOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -168,7 +171,7 @@ export class SessionTokenVerifier {
     this.#cacheFile = options.cacheFile;
     this.#logger = options.logger;
     this.#fetch = options.fetch ?? globalThis.fetch;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     this.#refreshIntervalMs = options.refreshIntervalMs ?? 300_000;
     this.#cooldownMs = options.unknownKidCooldownMs ?? 10_000;
     this.#timeoutMs = options.timeoutMs ?? 10_000;
@@ -187,14 +190,13 @@ export class SessionTokenVerifier {
     await this.#loadCache();
     await this.refresh();
     if (this.#timer === undefined) {
-      this.#timer = setInterval(() => void this.refresh(), this.#refreshIntervalMs);
-      this.#timer.unref();
+      this.#timer = this.#clock.setInterval(() => void this.refresh(), this.#refreshIntervalMs);
     }
   }
 
   /** Stops the periodic refresh. */
   stop(): void {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#clock.clearInterval(this.#timer);
     this.#timer = undefined;
   }
 
@@ -246,7 +248,7 @@ export class SessionTokenVerifier {
     if (typeof kid !== 'string' || kid === '')
       throw new SessionTokenError('malformed', 'the session token header names no key (kid)');
     if (!this.#keys.some((k) => k.kid === kid)) {
-      const now = this.#now();
+      const now = this.#clock.now();
       if (this.#inflight !== undefined || now - this.#lastUnknownKidFetch >= this.#cooldownMs) {
         if (this.#inflight === undefined) this.#lastUnknownKidFetch = now;
         await this.refresh();
@@ -270,7 +272,7 @@ export class SessionTokenVerifier {
         issuer: [this.#baseUrl, `${this.#baseUrl}/`],
         typ: SESSION_TOKEN_TYPE,
         clockTolerance: CLOCK_TOLERANCE_SEC,
-        currentDate: new Date(this.#now()),
+        currentDate: new Date(this.#clock.wallNow()),
         requiredClaims: ['exp', 'sub', 'jti'],
       }));
     } catch (cause) {
@@ -363,7 +365,7 @@ export class SessionTokenVerifier {
       path.dirname(file),
       `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
     );
-    const text = `${JSON.stringify({ baseUrl: this.#baseUrl, fetchedAt: new Date(this.#now()).toISOString(), keys }, null, 2)}\n`;
+    const text = `${JSON.stringify({ baseUrl: this.#baseUrl, fetchedAt: new Date(this.#clock.wallNow()).toISOString(), keys }, null, 2)}\n`;
     try {
       const handle = await open(temporary, 'wx', 0o644);
       try {

@@ -1,6 +1,6 @@
 import { type AccessUnit, VideoIngest } from '@svc/media';
 import { channelBitrateRange, type QosProfile } from '@svc/qos';
-import { type Logger, redactUrl } from '@svc/runtime';
+import { type Logger, redactUrl, safeCall } from '@svc/runtime';
 import {
   CHUNK_HEADER_BYTES,
   DEFAULT_MAX_DATAGRAM_BYTES,
@@ -382,14 +382,7 @@ export class VideoChannel {
 
   /** Runs a listener; what it throws is logged, never thrown into the ingest or the caller. */
   #notify(what: string, listener: () => void): void {
-    try {
-      listener();
-    } catch (err) {
-      this.#logger.error(
-        { channel: this.config.name, err: err instanceof Error ? err.message : String(err) },
-        `${what} listener failed`,
-      );
-    }
+    safeCall(this.#logger.child({ channel: this.config.name }), what, listener);
   }
 
   /**

@@ -7,6 +7,7 @@
  * pilot.
  */
 import { fileURLToPath } from 'node:url';
+import type { QosProfileName } from '@svc/qos';
 import type { Impairment, LinkShaper } from '@svc/shaper';
 import { freeUdpPort, type RunningPublisher, startPublisher } from '@svc/testkit';
 import { describe, expect, it } from 'vitest';
@@ -23,7 +24,7 @@ interface Setup {
   readonly shaper: LinkShaper;
   readonly watch: (
     seconds: number,
-    setQos?: { atSeconds: number; profile: 'latency' | 'balanced' | 'quality' },
+    setQos?: { atSeconds: number; profile: QosProfileName },
   ) => Promise<TimelineResult>;
 }
 
@@ -63,7 +64,7 @@ async function setUp(
 function watchTimeline(
   shaped: ShapedRobot,
   seconds: number,
-  setQos?: { atSeconds: number; profile: 'latency' | 'balanced' | 'quality' },
+  setQos?: { atSeconds: number; profile: QosProfileName },
 ): Promise<TimelineResult> {
   return t.chromium.run<TimelineResult>({
     entry: page,

@@ -3,7 +3,6 @@ import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inspect } from 'node:util';
-import type { Logger } from '@svc/runtime';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   CREDENTIAL_FILE_HEADER,
@@ -11,17 +10,7 @@ import {
   isCredentialError,
   loadOrCreateCredential,
 } from '../src/credential.js';
-
-function capturingLogger(): { logger: Logger; lines: string[] } {
-  const lines: string[] = [];
-  const write = (level: string) => (obj: object, msg: string) => {
-    lines.push(`${level}: ${msg} ${JSON.stringify(obj)}`);
-  };
-  return {
-    logger: { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') },
-    lines,
-  };
-}
+import { capturingLogger } from './support/log-lines.js';
 
 /** Verifies an Ed25519 signature against a raw public key given as base64url, with node:crypto only. */
 function verifies(publicKey: string, message: Uint8Array, signature: Uint8Array): boolean {
@@ -131,13 +120,15 @@ describe('robot credential', () => {
     const loaded = await loadOrCreateCredential(file, { logger });
     expect(loaded.publicKey).toBe(made.publicKey);
     expect((await stat(file)).mode & 0o777).toBe(0o600);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^warn: the credential file was readable by other users; its mode is now 0600/);
-    expect(lines[0]).toContain('"mode":"0644"');
+    expect(lines()).toHaveLength(1);
+    expect(lines()[0]).toMatch(
+      /^warn: the credential file was readable by other users; its mode is now 0600/,
+    );
+    expect(lines()[0]).toContain('"mode":"0644"');
 
     const quiet = capturingLogger();
     await loadOrCreateCredential(file, { logger: quiet.logger });
-    expect(quiet.lines).toEqual([]);
+    expect(quiet.lines()).toEqual([]);
   });
 
   it('reports a credential path that is a directory', async () => {

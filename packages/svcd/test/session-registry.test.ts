@@ -1,3 +1,4 @@
+import { memoryLogger } from '@svc/runtime/testing';
 import { describe, expect, it } from 'vitest';
 import {
   type AcceptedGrant,
@@ -179,8 +180,8 @@ describe('SessionRegistry', () => {
   });
 
   it('a throwing listener neither breaks admission nor silences the other listeners', () => {
-    const errors: unknown[] = [];
-    const registry = new SessionRegistry({ maxSessions: 2, onListenerError: (err) => errors.push(err) });
+    const logger = memoryLogger();
+    const registry = new SessionRegistry({ maxSessions: 2, logger });
     const seen: string[] = [];
     registry.on('started', () => {
       throw new Error('listener bug');
@@ -193,7 +194,7 @@ describe('SessionRegistry', () => {
     });
     expect(admission.ok).toBe(true);
     expect(seen).toEqual(['s']);
-    expect(errors).toHaveLength(1);
+    expect(logger.records.filter((r) => r.level === 'error')).toHaveLength(1);
     off();
     registry.admit({
       sessionId: 't',

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '@svc/runtime';
+import { FakeClock } from '@svc/runtime/testing';
 import { closeServer, listenLocal } from '@svc/testkit';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ import {
   type SessionTokenErrorCode,
   SessionTokenVerifier,
 } from '../src/session-tokens.js';
+import { capturingLogger } from './support/log-lines.js';
 
 const ROBOT = 'rover-7';
 const T0 = Date.UTC(2026, 10, 30, 10, 0, 0);
@@ -25,17 +27,6 @@ interface SigningKey {
 async function signingKey(kid: string): Promise<SigningKey> {
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' } };
-}
-
-function capturingLogger(): { logger: Logger; lines: string[] } {
-  const lines: string[] = [];
-  const write = (level: string) => (obj: object, msg: string) => {
-    lines.push(`${level}: ${msg} ${JSON.stringify(obj)}`);
-  };
-  return {
-    logger: { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') },
-    lines,
-  };
 }
 
 /** The service's `/.well-known/svc-session-jwks.json`, serving whatever `keys` holds, counting requests. */
@@ -70,13 +61,13 @@ beforeAll(async () => {
 
 let jwks: JwksServer;
 let dir: string;
-let clock: number;
+let clock: FakeClock;
 const verifiers: SessionTokenVerifier[] = [];
 beforeEach(async () => {
   jwks = await new JwksServer().start();
   jwks.keys = [primary.jwk];
   dir = await mkdtemp(path.join(tmpdir(), 'svcd-session-keys-'));
-  clock = T0;
+  clock = new FakeClock(0, T0);
 });
 afterEach(async () => {
   for (const v of verifiers.splice(0)) v.stop();
@@ -90,7 +81,7 @@ async function startVerifier(base = jwks.base, logger: Logger = capturingLogger(
     robotId: ROBOT,
     cacheFile: path.join(dir, 'session-jwks.json'),
     logger,
-    now: () => clock,
+    clock,
   });
   verifiers.push(verifier);
   await verifier.start();
@@ -175,9 +166,9 @@ describe('pilot session token verifier', () => {
   it('refuses an expired token and accepts one within the 5 s clock tolerance', async () => {
     const verifier = await startVerifier();
     const token = await mint();
-    clock = T0 + 124_000; // exp + 4 s
+    clock.advanceTo(124_000); // exp + 4 s
     expect((await verifier.verify(token)).sub).toBe('user-42');
-    clock = T0 + 126_000; // exp + 6 s
+    clock.advanceTo(126_000); // exp + 6 s
     expect(await refusal(verifier, token)).toEqual({
       code: 'expired',
       message: 'the session token has expired',
@@ -243,7 +234,7 @@ describe('pilot session token verifier', () => {
     jwks.keys = [primary.jwk, rotated.jwk, stranger.jwk];
     expect((await refusal(verifier, await mint({ key: stranger }))).code).toBe('unknown-key');
     expect(jwks.requests).toBe(2);
-    clock += 10_000;
+    clock.advance(10_000);
     expect((await verifier.verify(await mint({ key: stranger }))).sub).toBe('user-42');
     expect(jwks.requests).toBe(3);
   });
@@ -262,7 +253,7 @@ describe('pilot session token verifier', () => {
     await closeServer(jwks.server);
     const { logger, lines } = capturingLogger();
     const second = await startVerifier(jwks.base, logger);
-    expect(lines).toEqual([
+    expect(lines()).toEqual([
       expect.stringMatching(
         /^warn: cannot refresh the session-token keys; keeping the keys held .*ECONNREFUSED/,
       ),
@@ -285,7 +276,7 @@ describe('pilot session token verifier', () => {
     await closeServer(jwks.server);
     const { logger, lines } = capturingLogger();
     const verifier = await startVerifier(jwks.base, logger);
-    expect(lines[0]).toMatch(/^warn: ignoring the session-key cache/);
+    expect(lines()[0]).toMatch(/^warn: ignoring the session-key cache/);
     expect((await refusal(verifier, await mint())).code).toBe('unknown-key');
   });
 

@@ -1,4 +1,5 @@
 import type { NetworkInterfaceInfo } from 'node:os';
+import { FakeClock, memoryLogger } from '@svc/runtime/testing';
 import { freeTcpPort } from '@svc/testkit';
 import { encodeSignalMessage, SIGNAL_SUBPROTOCOL } from '@svc/wire';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -8,19 +9,19 @@ import {
   type InterfaceTable,
   PORT_MAPPING_NOTICE,
 } from '../src/candidates.js';
+import type { AnnounceState } from '../src/signalling/announce.js';
 import {
-  type AnnounceState,
   type SessionOpenMessage,
   type SessionRevokedMessage,
   SignallingClient,
   type SignallingCredential,
-  type SignallingState,
-  type SignallingStateDetail,
-} from '../src/signalling-client.js';
+} from '../src/signalling/client.js';
+import type { SignallingState } from '../src/signalling/state.js';
 import {
-  ManualScheduler,
+  logText,
+  pendingDelays,
   Recorder,
-  RecordingLogger,
+  runOnly,
   type ServerConnection,
   TestSignalServer,
   testCredential,
@@ -31,22 +32,19 @@ const HASH_A = 'a'.repeat(64);
 const HASH_B = 'b'.repeat(64);
 const FIVE_MINUTES = 5 * 60_000;
 
-interface StateChange {
-  readonly state: SignallingState;
-  readonly detail: SignallingStateDetail;
-}
+type StateOf<K extends SignallingState['kind']> = Extract<SignallingState, { kind: K }>;
 
 interface Harness {
   readonly client: SignallingClient;
-  readonly scheduler: ManualScheduler;
-  readonly logger: RecordingLogger;
-  readonly states: Recorder<StateChange>;
+  readonly clock: FakeClock;
+  readonly logger: ReturnType<typeof memoryLogger>;
+  readonly states: Recorder<SignallingState>;
   readonly opened: Recorder<SessionOpenMessage>;
   readonly revoked: Recorder<SessionRevokedMessage>;
   /** What `announce()` returns; a test replaces it to change the robot. */
   announce: AnnounceState;
   /** The next change to `state`. */
-  next(state: SignallingState): Promise<StateChange>;
+  next<K extends SignallingState['kind']>(state: K): Promise<StateOf<K>>;
 }
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -77,13 +75,13 @@ function startClient(
   credential: SignallingCredential,
   options: { random?: () => number; configPath?: string } = {},
 ): Harness {
-  const scheduler = new ManualScheduler();
-  const logger = new RecordingLogger();
-  const states = new Recorder<StateChange>();
+  const clock = new FakeClock();
+  const logger = memoryLogger();
+  const states = new Recorder<SignallingState>();
   const opened = new Recorder<SessionOpenMessage>();
   const revoked = new Recorder<SessionRevokedMessage>();
   const harness: Omit<Harness, 'client'> = {
-    scheduler,
+    clock,
     logger,
     states,
     opened,
@@ -95,7 +93,8 @@ function startClient(
       max_sessions: 4,
       relay: false,
     },
-    next: (state) => states.next((change) => change.state === state),
+    next: <K extends SignallingState['kind']>(state: K) =>
+      states.next((change) => change.kind === state) as Promise<StateOf<K>>,
   };
   const client = new SignallingClient({
     url,
@@ -105,10 +104,9 @@ function startClient(
     announce: () => harness.announce,
     onSessionOpen: (message) => opened.push(message),
     onSessionRevoked: (message) => revoked.push(message),
-    onStateChange: (state, detail) => states.push({ state, detail }),
+    onStateChange: (state) => states.push(state),
     random: options.random ?? (() => 0.5),
-    scheduler,
-    now: scheduler.now,
+    clock,
     ...(options.configPath === undefined ? {} : { configPath: options.configPath }),
   });
   cleanups.push(() => client.stop());
@@ -123,8 +121,8 @@ async function online(options: { heartbeatMs?: number; random?: () => number } =
   const harness = startClient(server.url, credential, options);
   harness.client.start();
   const connection = await server.connections.next();
-  const settled = await harness.states.next((c) => ['online', 'backoff', 'denied'].includes(c.state));
-  expect(settled).toMatchObject({ state: 'online' });
+  const settled = await harness.states.next((c) => ['online', 'backoff', 'denied'].includes(c.kind));
+  expect(settled).toMatchObject({ kind: 'online' });
   // Object.assign keeps `announce` the property the client reads.
   return Object.assign(harness, { server, stopServer: stop, connection, credential, robots });
 }
@@ -163,10 +161,10 @@ describe('SignallingClient against a signalling server', () => {
       relay: false,
       sessions: [],
     });
-    expect(h.states.items.map((s) => s.state)).toEqual(['connecting', 'authenticating', 'online']);
+    expect(h.states.items.map((s) => s.kind)).toEqual(['connecting', 'authenticating', 'online']);
     expect(h.connection.invalid).toEqual([]);
     // Neither the nonce nor the signature reaches a log line; the URL's secret parameter is redacted.
-    const logs = h.logger.text();
+    const logs = logText(h.logger);
     expect(logs).toContain('signalling online');
     expect(logs).toContain('access_token=***');
     expect(logs).not.toContain('sekrit-in-url');
@@ -185,7 +183,7 @@ describe('SignallingClient against a signalling server', () => {
     // session-started, not as another announce); one after an address change does.
     h.client.sessionStarted({ session_id: 's-1', role: 'driver', sub: 'user:ada' });
     await h.connection.next('session-started');
-    h.scheduler.advance(5000);
+    h.clock.advance(5000);
     await h.connection.next('heartbeat');
     await settle(h, 'm1');
     expect(h.connection.messages.items.filter((m) => m.type === 'announce')).toHaveLength(2);
@@ -193,7 +191,7 @@ describe('SignallingClient against a signalling server', () => {
       ...h.announce,
       candidates: [{ address: '198.51.100.9', port: 4433, family: 'ipv4', kind: 'host' }],
     };
-    h.scheduler.advance(5000);
+    h.clock.advance(5000);
     await h.connection.next('heartbeat');
     const changed = await h.connection.next('announce');
     expect(changed.candidates.map((c) => c.address)).toEqual(['198.51.100.9']);
@@ -221,7 +219,7 @@ describe('SignallingClient against a signalling server', () => {
     await h.next('backoff');
     h.client.sessionStarted({ session_id: 's-3', role: 'observer', sub: 'user:cy' });
     h.client.sessionEnded('s-1');
-    h.scheduler.runOnly();
+    runOnly(h.clock);
     const second = await h.server.connections.next();
     await h.next('online');
     const announce = await second.next('announce');
@@ -265,27 +263,27 @@ describe('SignallingClient against a signalling server', () => {
     const h = startClient(server.url, credential, { configPath: '/etc/svcd/svcd.toml' });
     h.client.start();
     const denied = await h.next('denied');
-    expect(denied.detail).toMatchObject({ denial: 'unknown-robot', retryInMs: FIVE_MINUTES });
-    const remedy = h.logger.entries.items.find((e) => e.level === 'error');
-    expect(remedy?.msg).toBe(
+    expect(denied).toMatchObject({ denial: 'unknown-robot', retryInMs: FIVE_MINUTES });
+    const remedy = h.logger.records.find((e) => e.level === 'error');
+    expect(remedy?.message).toBe(
       'this robot is not enrolled: create an enrolment token in the console and run ' +
         '`svcd --config /etc/svcd/svcd.toml enrol --token <T>`, or set SVC_ENROLMENT_TOKEN',
     );
-    expect(h.scheduler.pending().map((t) => t.delayMs)).toEqual([FIVE_MINUTES]);
+    expect(pendingDelays(h.clock)).toEqual([FIVE_MINUTES]);
 
     // Denied again: still 5 minutes, not a growing backoff and not a quick retry.
-    h.scheduler.runOnly();
+    runOnly(h.clock);
     await server.connections.next();
     await server.connections.next();
-    expect((await h.next('denied')).detail.retryInMs).toBe(FIVE_MINUTES);
-    expect(h.scheduler.pending().map((t) => t.delayMs)).toEqual([FIVE_MINUTES]);
+    expect((await h.next('denied')).retryInMs).toBe(FIVE_MINUTES);
+    expect(pendingDelays(h.clock)).toEqual([FIVE_MINUTES]);
     expect(server.connections.items).toHaveLength(2);
 
     // The operator enrols the robot meanwhile: the next attempt goes online.
     robots.set(ROBOT, credential.publicKey);
-    h.scheduler.runOnly();
+    runOnly(h.clock);
     await h.next('online');
-    expect(h.logger.text()).not.toContain(server.connections.items[0]?.nonce);
+    expect(logText(h.logger)).not.toContain(server.connections.items[0]?.nonce);
   });
 
   it('backs off (no 5-minute wait) when the server cannot verify the signature', async () => {
@@ -299,12 +297,12 @@ describe('SignallingClient against a signalling server', () => {
     const connection = await server.connections.next();
     const backoff = await h.next('backoff');
     expect(connection.signatureVerified).toBe(false);
-    expect(backoff.detail).toMatchObject({ retryInMs: 250 });
-    expect(backoff.detail.denial).toBeUndefined();
-    expect(h.logger.entries.items.find((e) => e.level === 'error')?.msg).toContain(
+    expect(backoff).toMatchObject({ retryInMs: 250 });
+    expect((backoff as { denial?: unknown }).denial).toBeUndefined();
+    expect(h.logger.records.find((e) => e.level === 'error')?.message).toContain(
       `could not verify robot ${ROBOT}'s signature`,
     );
-    expect(h.logger.text()).not.toContain(connection.sig);
+    expect(logText(h.logger)).not.toContain(connection.sig);
   });
 
   it('logs the key-mismatch remedy and does not hammer the server', async () => {
@@ -314,11 +312,11 @@ describe('SignallingClient against a signalling server', () => {
     const h = startClient(server.url, credential);
     h.client.start();
     const denied = await h.next('denied');
-    expect(denied.detail).toMatchObject({ denial: 'key-mismatch', retryInMs: FIVE_MINUTES });
-    expect(h.logger.entries.items.filter((e) => e.level === 'error').map((e) => e.msg)).toEqual([
+    expect(denied).toMatchObject({ denial: 'key-mismatch', retryInMs: FIVE_MINUTES });
+    expect(h.logger.records.filter((e) => e.level === 'error').map((e) => e.message)).toEqual([
       `robot ${ROBOT} is enrolled with another key: delete the robot in the console and enrol again`,
     ]);
-    expect(h.scheduler.pending().map((t) => t.delayMs)).toEqual([FIVE_MINUTES]);
+    expect(pendingDelays(h.clock)).toEqual([FIVE_MINUTES]);
   });
 
   it('reconnects after the server closes with 1001, and after the server process restarts on its port', async () => {
@@ -329,8 +327,8 @@ describe('SignallingClient against a signalling server', () => {
 
     h.connection.close(1001, 'going away');
     const first = await h.next('backoff');
-    expect(first.detail).toMatchObject({ closeCode: 1001, retryInMs: 499 });
-    h.scheduler.runOnly();
+    expect(first).toMatchObject({ closeCode: 1001, retryInMs: 499 });
+    runOnly(h.clock);
     const second = await h.server.connections.next();
     await h.next('online');
     expect((await second.next('announce')).sessions).toEqual([
@@ -340,11 +338,11 @@ describe('SignallingClient against a signalling server', () => {
     // The server process dies; the client keeps trying with growing delays until it is back.
     const port = h.server.port;
     await h.stopServer();
-    expect((await h.next('backoff')).detail.retryInMs).toBe(999);
-    h.scheduler.runOnly();
-    expect((await h.next('backoff')).detail.retryInMs).toBe(1998);
+    expect((await h.next('backoff')).retryInMs).toBe(999);
+    runOnly(h.clock);
+    expect((await h.next('backoff')).retryInMs).toBe(1998);
     const { server: restarted } = await startServer(h.robots, { port });
-    h.scheduler.runOnly();
+    runOnly(h.clock);
     const third = await restarted.connections.next();
     await h.next('online');
     expect(third.signatureVerified).toBe(true);
@@ -362,49 +360,55 @@ describe('SignallingClient against a signalling server', () => {
     h.client.start();
     const delays: number[] = [];
     for (let i = 0; i < 10; i++) {
-      delays.push((await h.next('backoff')).detail.retryInMs ?? -1);
-      h.scheduler.runOnly();
+      delays.push((await h.next('backoff')).retryInMs);
+      runOnly(h.clock);
     }
     expect(delays).toEqual([125, 999, 1998, 3996, 7992, 15984, 29970, 29970, 29970, 0]);
-    expect(h.logger.text()).toContain('ECONNREFUSED');
+    expect(logText(h.logger)).toContain('ECONNREFUSED');
   });
 
   it('starts the backoff over after a connection that stayed up 60 s, not after a short one', async () => {
     const h = await online({ random: () => 0.999 });
     for (const expected of [499, 999]) {
       h.server.connections.items.at(-1)?.close(1001);
-      expect((await h.next('backoff')).detail.retryInMs).toBe(expected);
-      h.scheduler.runOnly();
+      expect((await h.next('backoff')).retryInMs).toBe(expected);
+      runOnly(h.clock);
       await h.next('online');
     }
-    h.scheduler.jump(60_000);
+    // Sixty seconds online, the cloud answering every heartbeat.
+    const current = h.server.connections.items.at(-1)!;
+    for (let i = 0; i < 4; i++) {
+      h.clock.advance(15_000);
+      await current.next('heartbeat');
+      await settle({ connection: current, opened: h.opened }, `held-${i}`);
+    }
     h.server.connections.items.at(-1)?.close(1001);
-    expect((await h.next('backoff')).detail.retryInMs).toBe(499);
+    expect((await h.next('backoff')).retryInMs).toBe(499);
   });
 
   it('reconnects when the server falls silent for three heartbeat periods', async () => {
     const h = await online({ heartbeatMs: 5000 });
     // While the server answers, heartbeats keep the connection (four periods here).
     for (let i = 0; i < 4; i++) {
-      h.scheduler.advance(5000);
+      h.clock.advance(5000);
       await h.connection.next('heartbeat');
       await settle(h, `alive-${i}`);
     }
-    expect(h.client.state).toBe('online');
+    expect(h.client.state.kind).toBe('online');
 
     h.server.ackHeartbeats = false;
-    h.scheduler.advance(5000);
+    h.clock.advance(5000);
     await h.connection.next('heartbeat');
-    h.scheduler.advance(5000);
+    h.clock.advance(5000);
     await h.connection.next('heartbeat');
-    expect(h.client.state).toBe('online');
-    h.scheduler.advance(5000);
-    expect(h.client.state).toBe('backoff');
-    expect(h.logger.text()).toContain('nothing heard from the cloud for three heartbeat periods');
+    expect(h.client.state.kind).toBe('online');
+    h.clock.advance(5000);
+    expect(h.client.state.kind).toBe('backoff');
+    expect(logText(h.logger)).toContain('nothing heard from the cloud for three heartbeat periods');
     await h.connection.closed;
 
     h.server.ackHeartbeats = true;
-    h.scheduler.runOnly();
+    runOnly(h.clock);
     await h.server.connections.next();
     await h.next('online');
     expect(h.server.connections.items).toHaveLength(2);
@@ -422,9 +426,9 @@ describe('SignallingClient against a signalling server', () => {
     h.connection.send({ type: 'error', code: 'rate-limited', message: 'slow down' });
     h.connection.send({ type: 'challenge', v: 2, nonce: 'n'.repeat(43) });
     await settle(h, 'after-garbage');
-    expect(h.client.state).toBe('online');
+    expect(h.client.state.kind).toBe('online');
     expect(h.server.connections.items).toHaveLength(1);
-    const warnings = h.logger.entries.items.filter((e) => e.level === 'warn').map((e) => e.msg);
+    const warnings = h.logger.records.filter((e) => e.level === 'warn').map((e) => e.message);
     expect(warnings.filter((m) => m.startsWith('signalling: skipped a message from the cloud'))).toHaveLength(
       5,
     );
@@ -436,7 +440,7 @@ describe('SignallingClient against a signalling server', () => {
     h.connection.sendRaw(JSON.stringify({ type: 'heartbeat-ack', pad: 'x'.repeat(70 * 1024) }));
     expect((await h.connection.closed).code).toBe(1009);
     await h.next('backoff');
-    h.scheduler.runOnly();
+    runOnly(h.clock);
     await h.server.connections.next();
     await h.next('online');
   });
@@ -445,19 +449,19 @@ describe('SignallingClient against a signalling server', () => {
     const h = await online();
     h.connection.close(4409, 'replaced');
     const backoff = await h.next('backoff');
-    expect(backoff.detail.closeCode).toBe(4409);
-    const warning = h.logger.entries.items.find((e) => e.level === 'warn');
-    expect(warning?.msg).toContain('two daemons share this robot id');
-    expect(h.scheduler.pending().map((t) => t.delayMs)).toEqual([backoff.detail.retryInMs]);
+    expect(backoff.closeCode).toBe(4409);
+    const warning = h.logger.records.find((e) => e.level === 'warn');
+    expect(warning?.message).toContain('two daemons share this robot id');
+    expect(pendingDelays(h.clock)).toEqual([backoff.retryInMs]);
   });
 
   it('stop() closes with 1000 and never reconnects', async () => {
     const h = await online();
     await h.client.stop();
     expect(await h.connection.closed).toMatchObject({ code: 1000 });
-    expect(h.client.state).toBe('stopped');
-    expect(h.states.items.at(-1)?.state).toBe('stopped');
-    expect(h.scheduler.pending()).toEqual([]);
+    expect(h.client.state.kind).toBe('stopped');
+    expect(h.states.items.at(-1)?.kind).toBe('stopped');
+    expect(h.clock.pendingTimers).toBe(0);
   });
 });
 
@@ -542,7 +546,7 @@ describe('hostCandidates', () => {
   });
 
   it('says once that port mapping is not implemented', () => {
-    const logger = new RecordingLogger();
+    const logger = memoryLogger();
     const source = candidateSource({
       port: 4433,
       ipv6: false,
@@ -552,12 +556,12 @@ describe('hostCandidates', () => {
     });
     source();
     source();
-    expect(logger.entries.items.map((e) => e.msg)).toEqual([PORT_MAPPING_NOTICE]);
+    expect(logger.records.map((e) => e.message)).toEqual([PORT_MAPPING_NOTICE]);
     expect(PORT_MAPPING_NOTICE).toBe(
       'port_mapping is not implemented yet; only host candidates are announced',
     );
-    const quiet = new RecordingLogger();
+    const quiet = memoryLogger();
     candidateSource({ port: 4433, ipv6: false, portMapping: false, logger: quiet })();
-    expect(quiet.entries.items).toEqual([]);
+    expect(quiet.records).toEqual([]);
   });
 });

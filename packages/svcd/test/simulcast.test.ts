@@ -13,7 +13,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { qosProfile } from '@svc/qos';
-import { type Logger, silentLogger } from '@svc/runtime';
+import { silentLogger } from '@svc/runtime';
+import { memoryLogger } from '@svc/runtime/testing';
 import { freeUdpPort, type PublisherEvent, type RunningPublisher, startPublisher } from '@svc/testkit';
 import { type AssembledFrame, type FrameLoss, Reassembler, seqDiff32 } from '@svc/wire';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -63,13 +64,6 @@ class Received {
   }
 }
 
-/** A logger that keeps what it was told (the daemon's switch log lines). */
-function recordingLogger(): Logger & { lines: { msg: string; obj: object }[] } {
-  const lines: { msg: string; obj: object }[] = [];
-  const keep = (obj: object, msg: string) => lines.push({ msg, obj });
-  return { lines, debug: keep, info: keep, warn: keep, error: keep };
-}
-
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -100,7 +94,7 @@ async function simulcastChannel(publisher: { answer: boolean; gopFrames: number 
       'min_bitrate_kbps = 500',
     ].join('\n'),
   );
-  const logger = recordingLogger();
+  const logger = memoryLogger();
   const channel = new VideoChannel(config.channels[0] as VideoChannelConfig, qosProfile('balanced'), logger);
   const received = new Received();
   channel.subscribe({
@@ -228,9 +222,10 @@ describe('simulcast layers in a video channel (real GStreamer RTP)', () => {
       'switched down',
     );
     expect(switches.at(-1)).toMatchObject({ index: 0, name: 'low' });
-    expect(logger.lines).toContainEqual({
-      msg: 'simulcast layer switched',
-      obj: { channel: 'front', layer: 0, name: 'low' },
+    expect(logger.records).toContainEqual({
+      level: 'info',
+      message: 'simulcast layer switched',
+      fields: { channel: 'front', layer: 0, name: 'low' },
     });
     // Asking again for the layer already asked for sends nothing more.
     channel.requestLayer(0, 'down');

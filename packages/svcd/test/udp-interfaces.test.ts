@@ -2,26 +2,22 @@ import { createSocket, type Socket } from 'node:dgram';
 import { qosProfile } from '@svc/qos';
 import { silentLogger } from '@svc/runtime';
 import { freeUdpPort } from '@svc/testkit';
-import type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from '@svc/transport';
 import {
   type AssembledFrame,
-  ControlLineReader,
-  type ControlMessage,
   decodePublisherControl,
-  encodeControlMessage,
   FramePacker,
   type PublisherControlMessage,
   Reassembler,
-  WireError,
 } from '@svc/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CommandChannel } from '../src/command-channel.js';
 import { type DaemonConfig, parseConfig, type VideoChannelConfig } from '../src/config.js';
-import { PilotSession } from '../src/pilot-session.js';
+import { PilotSession } from '../src/pilot-session/session.js';
 import { PublisherControl } from '../src/publisher-control.js';
 import { ChannelError, SensorChannel } from '../src/sensor-channel.js';
 import { type AuthorizeSession, SessionRegistry } from '../src/session-registry.js';
 import { VideoChannel } from '../src/video-channel.js';
+import { FakeSession } from './support/fake-session.js';
 
 /** Resolves when `check` holds; re-checked whenever `changed` is signalled (no polling, no sleeps). */
 class Signal {
@@ -34,83 +30,6 @@ class Signal {
       const test = () => (check() ? resolve() : this.#waiters.push(test));
       test();
     });
-  }
-}
-
-/** An in-memory {@link Session}: the test plays the pilot's side of it. */
-class FakeSession implements Session {
-  static #next = 0;
-  readonly id = `fake-${++FakeSession.#next}`;
-  readonly kind = 'direct' as const;
-  readonly remoteAddress = '127.0.0.1:9';
-  readonly path = '/';
-  readonly control: ControlMessage[] = [];
-  readonly datagrams: Uint8Array[] = [];
-  closeInfo: SessionCloseInfo | undefined;
-  readonly #signal: Signal;
-  readonly #reader = new ControlLineReader();
-  #handlers: SessionHandlers = {};
-
-  constructor(signal: Signal) {
-    this.#signal = signal;
-  }
-
-  get closed(): boolean {
-    return this.closeInfo !== undefined;
-  }
-  maxDatagramBytes(): number {
-    return 1200;
-  }
-  sendDatagram(payload: Uint8Array): boolean {
-    this.datagrams.push(payload.slice()); // the transport copies, as the real one does
-    this.#signal.changed();
-    return true;
-  }
-  writeControl(bytes: Uint8Array): void {
-    for (const m of this.#reader.push(bytes)) if (!(m instanceof WireError)) this.control.push(m);
-    this.#signal.changed();
-  }
-  setHandlers(handlers: SessionHandlers): void {
-    this.#handlers = handlers;
-  }
-  close(code = 0, reason = ''): void {
-    this.#end({ code, reason, by: 'local' });
-  }
-  stats(): SessionStats {
-    return {
-      rttMs: 1,
-      cwndBytes: 0,
-      deliveryRateBps: 0,
-      lostPackets: 0,
-      sentPackets: 0,
-      transportQueuedDatagrams: 0,
-    };
-  }
-  queuedDatagramBytes(): number {
-    return 0;
-  }
-
-  /** The pilot writes a control message. */
-  pilotSends(message: ControlMessage): void {
-    this.#handlers.onControlData?.(encodeControlMessage(message));
-  }
-  /** A datagram from the pilot. */
-  pilotDatagram(datagram: Uint8Array): void {
-    this.#handlers.onDatagram?.(datagram.slice());
-  }
-  /** The pilot goes away. */
-  pilotLeaves(): void {
-    this.#end({ code: 0, reason: 'bye', by: 'peer' });
-  }
-  find<T extends ControlMessage['type']>(type: T): Extract<ControlMessage, { type: T }> | undefined {
-    return this.control.find((m) => m.type === type) as Extract<ControlMessage, { type: T }> | undefined;
-  }
-
-  #end(info: SessionCloseInfo): void {
-    if (this.closeInfo !== undefined) return;
-    this.closeInfo = info;
-    this.#handlers.onClose?.(info);
-    this.#signal.changed();
   }
 }
 
@@ -214,7 +133,7 @@ async function robot(maxSessions = 4): Promise<Robot> {
   control.announceVideoChannels([video.config], profile);
   const profileRequests: { profile: string; sessionId: string }[] = [];
   const connect = () => {
-    const fake = new FakeSession(signal);
+    const fake = new FakeSession(() => signal.changed());
     cleanups.push(() => fake.close(0, 'test over'));
     const pilot = new PilotSession({
       session: fake,

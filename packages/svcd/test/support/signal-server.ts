@@ -1,14 +1,14 @@
 /**
  * Test support for the signalling client: a small svc-cloud `/ws` that plays the server side of
  * `docs/protocol/signalling.md` (challenge, Ed25519 verification with node:crypto, auth-ok or
- * denied, heartbeat-ack), records what robots send, and lets a test push messages; a manual
- * scheduler whose timers run only when the test says so; a recording logger.
+ * denied, heartbeat-ack), records what robots send, and lets a test push messages; helpers for
+ * the fake clock's timers and a memory logger's lines.
  */
 
 import { createPublicKey, generateKeyPairSync, randomBytes, sign, verify } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Logger } from '@svc/runtime';
+import type { FakeClock, LogRecord } from '@svc/runtime/testing';
 import { listenLocal } from '@svc/testkit';
 import {
   encodeSignalMessage,
@@ -22,7 +22,7 @@ import {
 } from '@svc/wire';
 import type WebSocket from 'ws';
 import { WebSocketServer } from 'ws';
-import type { SignallingCredential, SignallingScheduler } from '../../src/signalling-client.js';
+import type { SignallingCredential } from '../../src/signalling/client.js';
 
 /** Items in arrival order, and a way to wait for the next one that matches and was not taken yet. */
 export class Recorder<T> {
@@ -51,97 +51,32 @@ export class Recorder<T> {
   }
 }
 
-/** One timer of a {@link ManualScheduler}. */
-export interface ManualTimer {
-  readonly id: number;
-  readonly delayMs: number;
-  readonly due: number;
-  readonly callback: () => void;
+/**
+ * Runs the one pending timer of `clock` (moving time to it); fails when there is not exactly one.
+ * Returns the delay it had left.
+ */
+export function runOnly(clock: FakeClock): number {
+  const due = clock.nextDueMs();
+  if (clock.pendingTimers !== 1 || due === undefined) {
+    throw new Error(`expected one pending timer, found ${clock.pendingTimers}`);
+  }
+  const left = due - clock.now();
+  clock.advanceTo(due);
+  return left;
 }
 
-/** Timers that run only when the test advances the clock; every requested delay is kept. */
-export class ManualScheduler implements SignallingScheduler {
-  #now = 0;
-  #nextId = 1;
-  readonly #timers = new Map<number, ManualTimer>();
-  /** Every delay ever requested, in order. */
-  readonly requested: number[] = [];
-
-  readonly now = (): number => this.#now;
-
-  setTimeout(callback: () => void, delayMs: number): unknown {
-    const timer = { id: this.#nextId++, delayMs, due: this.#now + delayMs, callback };
-    this.#timers.set(timer.id, timer);
-    this.requested.push(delayMs);
-    return timer.id;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.#timers.delete(handle as number);
-  }
-
-  /** Timers not yet run, earliest first. */
-  pending(): ManualTimer[] {
-    return [...this.#timers.values()].sort((a, b) => a.due - b.due || a.id - b.id);
-  }
-
-  /** Runs every timer due within `ms` (and those they schedule within it), then moves the clock. */
-  advance(ms: number): void {
-    const target = this.#now + ms;
-    for (;;) {
-      const timer = this.pending()[0];
-      if (timer === undefined || timer.due > target) break;
-      this.#timers.delete(timer.id);
-      this.#now = Math.max(this.#now, timer.due);
-      timer.callback();
-    }
-    this.#now = target;
-  }
-
-  /** Runs the one pending timer (moving the clock to it); fails when there is not exactly one. */
-  runOnly(): ManualTimer {
-    const timers = this.pending();
-    if (timers.length !== 1) {
-      throw new Error(
-        `expected one pending timer, found ${timers.map((t) => t.delayMs).join(', ') || 'none'}`,
-      );
-    }
-    const timer = timers[0] as ManualTimer;
-    this.advance(timer.due - this.#now);
-    return timer;
-  }
-
-  /** Moves the clock without running anything (time that passed while nothing was due). */
-  jump(ms: number): void {
-    this.#now += ms;
-  }
+/** The delay left of each pending timer of `clock` (this suite never has more than one). */
+export function pendingDelays(clock: FakeClock): number[] {
+  const due = clock.nextDueMs();
+  if (due === undefined) return [];
+  if (clock.pendingTimers > 1)
+    throw new Error(`expected at most one pending timer, found ${clock.pendingTimers}`);
+  return [due - clock.now()];
 }
 
-/** A log line as the client wrote it. */
-export interface LogEntry {
-  readonly level: 'debug' | 'info' | 'warn' | 'error';
-  readonly msg: string;
-  readonly obj: object;
-}
-
-/** A logger that records every line; `text()` is everything it was given, for secret checks. */
-export class RecordingLogger implements Logger {
-  readonly entries = new Recorder<LogEntry>();
-  debug(obj: object, msg: string): void {
-    this.entries.push({ level: 'debug', msg, obj });
-  }
-  info(obj: object, msg: string): void {
-    this.entries.push({ level: 'info', msg, obj });
-  }
-  warn(obj: object, msg: string): void {
-    this.entries.push({ level: 'warn', msg, obj });
-  }
-  error(obj: object, msg: string): void {
-    this.entries.push({ level: 'error', msg, obj });
-  }
-  text(): string {
-    return this.entries.items.map((e) => `${e.level} ${e.msg} ${JSON.stringify(e.obj)}`).join('\n');
-  }
+/** Everything a memory logger kept, one line per record, for checks that no secret was logged. */
+export function logText(logger: { readonly records: readonly LogRecord[] }): string {
+  return logger.records.map((r) => `${r.level} ${r.message} ${JSON.stringify(r.fields)}`).join('\n');
 }
 
 /** A fresh Ed25519 key pair in the shape of the daemon's `RobotCredential`. */

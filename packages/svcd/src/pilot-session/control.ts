@@ -1,0 +1,71 @@
+/**
+ * The robot's control-stream messages that take more than a line to build: `welcome` with every
+ * channel and the replay each video channel makes at join, and the reasons of `denied`/`bye`.
+ */
+import type { QosProfile } from '@svc/qos';
+import type { ControlCatchUp, ControlChannel, ControlMessage } from '@svc/wire';
+import type { CommandChannel } from '../command-channel.js';
+import type { SensorChannel } from '../sensor-channel.js';
+import type { OpenSession } from '../session-registry.js';
+import type { CatchUp, VideoChannel } from '../video-channel.js';
+
+/** Longest `denied`/`bye` reason the control schema takes. */
+export const MAX_REASON_CHARS = 256;
+
+/** `denied` or `bye` with a reason cut to what the schema takes. */
+export function endMessage(type: 'denied' | 'bye', reason: string): ControlMessage {
+  return { type, reason: reason.slice(0, MAX_REASON_CHARS) };
+}
+
+/** One video channel and what it replays to a joining session. */
+export interface Replay {
+  readonly channel: VideoChannel;
+  readonly catchUp: CatchUp | undefined;
+}
+
+/** A session's `welcome` and the replays it names. */
+export interface Welcome {
+  readonly message: ControlMessage;
+  readonly replays: readonly Replay[];
+}
+
+/**
+ * The `welcome` of `open`: every channel of the robot by id, the profile in force, and what each
+ * video channel replays. The replays are taken now, with `welcome`, so the frames named there are
+ * exactly those the session queues next, before any live frame.
+ */
+export function welcomeFor(
+  open: OpenSession,
+  profile: QosProfile,
+  video: readonly VideoChannel[],
+  sensors: readonly SensorChannel[],
+  commands: readonly CommandChannel[],
+): Welcome {
+  const channels: ControlChannel[] = [...video, ...sensors, ...commands]
+    .map(({ config }) => ({ id: config.id, name: config.name, kind: config.kind, codec: config.codec }))
+    .sort((a, b) => a.id - b.id);
+  const replays = video.map((channel) => ({ channel, catchUp: channel.catchUp() }));
+  const catchUp: ControlCatchUp[] = replays.flatMap(({ channel, catchUp }) =>
+    catchUp === undefined
+      ? []
+      : [
+          {
+            channel: channel.config.id,
+            last_frame: catchUp.lastFrameId,
+            frames: catchUp.frames.length,
+            live: catchUp.live,
+          },
+        ],
+  );
+  return {
+    message: {
+      type: 'welcome',
+      session_id: open.sessionId,
+      role: open.role,
+      channels,
+      qos: { profile: profile.name, presentation_delay_ms: profile.presentationDelayMs },
+      ...(catchUp.length > 0 && { catch_up: catchUp }),
+    },
+    replays,
+  };
+}

@@ -1,0 +1,548 @@
+import type { AbrSample, QosProfile, QosProfileName } from '@svc/qos';
+import { type Clock, type Logger, safeCall } from '@svc/runtime';
+import type { Session, SessionCloseInfo } from '@svc/transport';
+import {
+  ControlLineReader,
+  type ControlMessage,
+  type ControlRole,
+  encodeControlMessage,
+  type PackedFrame,
+  peekChannel,
+  stampSenderTimestamp,
+  WireError,
+  wrapU32,
+} from '@svc/wire';
+import type { ChannelQos, SessionQosProbe } from '../channel-qos.js';
+import { daemonClock } from '../clock.js';
+import type { CommandChannel, CommandInbox } from '../command-channel.js';
+import type { SensorChannel } from '../sensor-channel.js';
+import type {
+  AcceptedGrant,
+  AuthorizeSession,
+  OpenSession,
+  SessionGrant,
+  SessionRegistry,
+} from '../session-registry.js';
+import type { VideoChannel } from '../video-channel.js';
+import { endMessage, welcomeFor } from './control.js';
+import { assertPilotSessionTransition, type PilotSessionState } from './state.js';
+import { VideoSend } from './video-send.js';
+
+/** Options of {@link PilotSession}. */
+export interface PilotSessionOptions {
+  readonly session: Session;
+  /** Video channels. */
+  readonly channels: readonly VideoChannel[];
+  /** Sensor channels: their messages go to the session once it is welcomed. */
+  readonly sensors?: readonly SensorChannel[];
+  /** Command channels: the session's commands reach their outputs when it drives. */
+  readonly commands?: readonly CommandChannel[];
+  /** The robot's sessions: limit, driver slot, token reuse and revocation. */
+  readonly registry: SessionRegistry;
+  /**
+   * Checks the `hello` token (the pilot session token verifier). A rejected promise denies the
+   * session.
+   */
+  readonly authorize: AuthorizeSession;
+  /** The profile in force when the session opens; {@link PilotSession.profileChanged} moves it. */
+  readonly profile: QosProfile;
+  /** Each video channel's rate controller, by channel id: the session feeds its measurements. */
+  readonly qos?: ReadonlyMap<number, ChannelQos>;
+  readonly logger: Logger;
+  /**
+   * Time and timers: `now()` is the clock of the chunk sender timestamps and `pong.robot_time`
+   * (default {@link daemonClock}); a test's fake clock also runs the paced send queue.
+   */
+  readonly clock?: Clock;
+  /**
+   * How long a session the robot ends (`denied`, or `bye` on revocation) stays open after the
+   * reason was written, in ms (default 0: closed at once). A browser drops what it has not yet
+   * read of a stream when the session closes, and the close travels on another stream than the
+   * control line, so an immediate close can swallow the reason; the pilot closes the session
+   * itself on reading it, this is the bound. Media and commands stop at once.
+   */
+  readonly closeGraceMs?: number;
+  /**
+   * A video channel needs a recovery point from the publisher: a session joined (`join`) or the
+   * pilot sent `request-keyframe` (`pilot-request`). The caller rate-limits per channel.
+   */
+  readonly onRecoveryNeeded?: (channelId: number, reason: 'join' | 'pilot-request') => void;
+  /** The pilot reported frames it gave up on a video channel (its `loss` line, frames lost > 0). */
+  readonly onLossReported?: (channelId: number, framesLost: number, chunkLoss: number) => void;
+  /**
+   * The send path dropped a delta frame for backlog and stopped the channel's deltas until a
+   * recovery point: the channel's recovery ladder should hear of it.
+   */
+  readonly onBacklogDrop?: (channelId: number) => void;
+  /** The driver asked for another QoS profile (`set-qos`). */
+  readonly onProfileRequest?: (profile: QosProfileName, sessionId: string) => void;
+  /** The session ended (after its own cleanup). */
+  readonly onClose?: () => void;
+}
+
+/** Session-wide datagram counters, reported in `agent-stats` under channel key `"0"`. */
+export interface PilotSessionDatagramStats {
+  /** Datagrams shorter than a chunk header or otherwise unreadable. */
+  datagrams_malformed: number;
+  /** Datagrams on a channel id that is not a command channel of this robot. */
+  datagrams_unknown_channel: number;
+  /** Datagrams that arrived before the session was welcomed. */
+  datagrams_before_welcome: number;
+  /** Sensor datagrams the transport refused (its queue was full). */
+  sensor_datagrams_refused: number;
+  /**
+   * Events that came after the session stopped taking them, ignored: datagrams and control
+   * messages while closing or after close, a token check that finished after the session ended.
+   */
+  late_events: number;
+}
+
+/**
+ * The robot's side of one pilot session: the control-stream handshake (`hello` checked by the
+ * injected `authorize`, then admitted by the {@link SessionRegistry}, which decides the role),
+ * then every video channel's frames through a paced send queue, starting at the next keyframe;
+ * sensor messages as they come; the session's command datagrams reassembled and, for a driver,
+ * written to the command outputs; `ping`/`pong` for the pilot's clock offset and `agent-stats`
+ * once a second.
+ *
+ * Its life cycle is one {@link PilotSessionState}, changed in one method. Events the network
+ * delivers late (after the robot ended the session, or after close) are ignored and counted in
+ * `late_events`; calls that make no sense in the current state throw a `TypeError`.
+ *
+ * Sensor datagrams go straight to `sendDatagram`, not through the paced queue: they are small and
+ * must not wait behind a keyframe, and the queue never tears a video frame whatever else is sent
+ * (its frames stay whole and in order; other channels' datagrams between them are reassembled
+ * separately). A sensor datagram the transport refuses is counted; parity covers a single loss.
+ */
+export class PilotSession implements SessionQosProbe {
+  readonly #options: PilotSessionOptions;
+  readonly #session: Session;
+  readonly #clock: Clock;
+  readonly #reader = new ControlLineReader();
+  readonly #datagramStats: PilotSessionDatagramStats = {
+    datagrams_malformed: 0,
+    datagrams_unknown_channel: 0,
+    datagrams_before_welcome: 0,
+    sensor_datagrams_refused: 0,
+    late_events: 0,
+  };
+  #state: PilotSessionState = { kind: 'awaiting-hello' };
+  #profile: QosProfile;
+
+  constructor(options: PilotSessionOptions) {
+    this.#options = options;
+    this.#session = options.session;
+    this.#clock = options.clock ?? daemonClock;
+    this.#profile = options.profile;
+    this.#session.setHandlers({
+      onControlData: (bytes) => this.#control(bytes),
+      onDatagram: (datagram) => this.#datagram(datagram),
+      onClose: (info) => this.#closed(info),
+    });
+  }
+
+  /** Where the session is in its life cycle. */
+  get state(): PilotSessionState['kind'] {
+    return this.#state.kind;
+  }
+
+  /** The session as the registry admitted it (role, id); `undefined` until welcomed. */
+  get admitted(): OpenSession | undefined {
+    const state = this.#state;
+    return state.kind === 'active' || state.kind === 'closing' ? state.open : undefined;
+  }
+
+  /** The session's role (an observer until admitted). */
+  get role(): ControlRole {
+    return this.admitted?.role ?? 'observer';
+  }
+
+  /** Events ignored because they came after the session stopped taking them. */
+  get lateEvents(): number {
+    return this.#datagramStats.late_events;
+  }
+
+  /**
+   * The driver changed the profile: this session's admission follows it and the pilot hears of it.
+   *
+   * @throws {TypeError} when the session is closed.
+   */
+  profileChanged(profile: QosProfile): void {
+    const state = this.#state;
+    if (state.kind === 'closed') {
+      throw new TypeError(`PilotSession.profileChanged: session ${this.#session.id} is closed`);
+    }
+    this.#profile = profile;
+    if (state.kind !== 'active') return;
+    state.video.setProfile(profile);
+    this.#send({ type: 'qos', profile: profile.name, presentation_delay_ms: profile.presentationDelayMs });
+  }
+
+  /**
+   * This session's measurements of `channelId` since the previous call (for the channel's rate
+   * controller): the path's RTT and delivery rate (shared evenly between the video channels),
+   * QUIC packets sent and lost, frames dropped for backlog, and the pilot's `loss` reports (net
+   * of the frames this session dropped itself).
+   *
+   * The RTT is the lowest smoothed RTT seen over the period (it is read with every pacing update,
+   * about ten times a second): a standing queue keeps it high all period, while the queue a
+   * keyframe makes for a moment does not count as congestion.
+   *
+   * @throws {TypeError} when the session is not active (a rate controller samples only the
+   *   sessions attached to it, which are the active ones).
+   */
+  qosSample(channelId: number, now: number): AbrSample {
+    const state = this.#state;
+    if (state.kind !== 'active') {
+      throw new TypeError(`PilotSession.qosSample: session ${this.#session.id} is ${state.kind}, not active`);
+    }
+    return state.video.qosSample(channelId, now);
+  }
+
+  /** Counters per command channel id, plus the session-wide ones under `0`. */
+  commandStats(): Record<string, Record<string, number>> {
+    const out: Record<string, Record<string, number>> = { '0': { ...this.#datagramStats } };
+    const state = this.#state;
+    if (state.kind === 'active') {
+      for (const [id, inbox] of state.inboxes) out[String(id)] = { ...inbox.stats };
+    }
+    return out;
+  }
+
+  /**
+   * The one place the state changes: checks the move ({@link assertPilotSessionTransition}),
+   * releases what the old state held and the new one does not (subscriptions, timers, the send
+   * queue, the registry's entry), and logs the move.
+   *
+   * @throws {TypeError} on a move the life cycle does not have (a bug in this class).
+   */
+  #transition(next: PilotSessionState): void {
+    const previous = this.#state;
+    assertPilotSessionTransition(previous.kind, next.kind);
+    this.#state = next;
+    if (previous.kind === 'active') {
+      this.#clock.clearInterval(previous.statsTimer);
+      for (const unsubscribe of previous.unsubscribe.splice(0)) unsubscribe();
+      previous.video.close();
+    } else if (previous.kind === 'closing') {
+      this.#clock.clearTimeout(previous.closeTimer);
+    }
+    switch (next.kind) {
+      case 'awaiting-hello':
+      case 'authorizing':
+      case 'active':
+      case 'closing':
+        return;
+      case 'closed': {
+        const open = previous.kind === 'active' || previous.kind === 'closing' ? previous.open : undefined;
+        if (open !== undefined) this.#options.registry.end(open.sessionId, next.reason || 'closed');
+        return;
+      }
+      default: {
+        const unknown: never = next;
+        throw new TypeError(`unknown pilot session state ${String(unknown)}`);
+      }
+    }
+  }
+
+  /** The transport session ended: whatever the state, the session is over. */
+  #closed(info: SessionCloseInfo): void {
+    if (this.#state.kind === 'closed') return;
+    this.#transition({ kind: 'closed', reason: info.reason });
+    const { onClose } = this.#options;
+    if (onClose !== undefined) safeCall(this.#options.logger, 'onClose', onClose);
+    this.#options.logger.info(
+      { session: this.#session.id, code: info.code, reason: info.reason, by: info.by },
+      'pilot session ended',
+    );
+  }
+
+  #control(bytes: Uint8Array): void {
+    const kind = this.#state.kind;
+    if (kind === 'closing' || kind === 'closed') {
+      this.#datagramStats.late_events++;
+      return;
+    }
+    for (const message of this.#reader.push(bytes)) {
+      if (message instanceof WireError) {
+        this.#options.logger.warn({ session: this.#session.id, code: message.code }, message.message);
+        continue;
+      }
+      this.#handle(message);
+    }
+  }
+
+  #handle(message: ControlMessage): void {
+    const state = this.#state;
+    switch (state.kind) {
+      case 'awaiting-hello':
+      case 'authorizing':
+        if (message.type === 'hello') {
+          // A second hello is ignored.
+          if (state.kind === 'awaiting-hello') this.#hello(message);
+          return;
+        }
+        this.#options.logger.warn(
+          { session: this.#session.id, type: message.type },
+          'control message before the session was welcomed; ignored',
+        );
+        return;
+      case 'closing':
+      case 'closed':
+        // An earlier message of the same read ended the session.
+        this.#datagramStats.late_events++;
+        return;
+      case 'active':
+        break;
+      default: {
+        const unknown: never = state;
+        throw new TypeError(`unknown pilot session state ${String(unknown)}`);
+      }
+    }
+    switch (message.type) {
+      case 'hello':
+        return;
+      case 'ping':
+        this.#send({ type: 'pong', t: message.t, robot_time: this.#clock.now() });
+        return;
+      case 'request-keyframe':
+        this.#options.logger.debug(
+          { session: this.#session.id, channel: message.channel },
+          'pilot asked for a keyframe',
+        );
+        if (this.#isVideoChannel(message.channel)) this.#recoveryNeeded(message.channel, 'pilot-request');
+        return;
+      case 'loss': {
+        const framesLost = state.video.lossReported(message.channel, message.frames_lost, message.chunk_loss);
+        const { onLossReported } = this.#options;
+        if (framesLost > 0 && onLossReported !== undefined && this.#isVideoChannel(message.channel)) {
+          safeCall(this.#options.logger, 'onLossReported', () =>
+            onLossReported(message.channel, framesLost, message.chunk_loss),
+          );
+        }
+        return;
+      }
+      case 'set-qos':
+        this.#setQos(state.open, message.profile);
+        return;
+      case 'bye':
+        this.#session.close(0, message.reason ?? 'bye');
+        return;
+      default:
+        return; // pilot-stats: informative; the pilot's `loss` lines carry what the loop needs
+    }
+  }
+
+  #isVideoChannel(channelId: number): boolean {
+    return this.#options.channels.some((c) => c.config.id === channelId);
+  }
+
+  #setQos(open: OpenSession, profile: QosProfileName): void {
+    if (open.role !== 'driver') {
+      this.#options.logger.warn(
+        { session: this.#session.id, profile },
+        'an observer asked for another QoS profile; only the driver may change it',
+      );
+      return;
+    }
+    if (profile === this.#profile.name) return;
+    this.#options.logger.info(
+      { session: this.#session.id, from: this.#profile.name, to: profile },
+      'the driver changed the QoS profile',
+    );
+    const { onProfileRequest } = this.#options;
+    if (onProfileRequest !== undefined) {
+      safeCall(this.#options.logger, 'onProfileRequest', () => onProfileRequest(profile, open.sessionId));
+    }
+  }
+
+  #hello(hello: Extract<ControlMessage, { type: 'hello' }>): void {
+    this.#transition({ kind: 'authorizing' });
+    const request =
+      hello.session_id === undefined
+        ? { token: hello.token }
+        : { token: hello.token, sessionId: hello.session_id };
+    let pending: Promise<SessionGrant>;
+    try {
+      pending = this.#options.authorize(request);
+    } catch (err) {
+      pending = Promise.reject(err);
+    }
+    pending.then(
+      (grant) => this.#admit(grant),
+      (err: unknown) => {
+        if (this.#lateAuthorization()) return;
+        // The message of a verifier's error may quote what it was given: log only its kind.
+        this.#options.logger.error(
+          { session: this.#session.id, err: err instanceof Error ? err.name : typeof err },
+          'checking the pilot session token failed',
+        );
+        this.#deny('the robot could not check the token; try again');
+      },
+    );
+  }
+
+  /** True (and counted) when the token check finished after the session stopped waiting for it. */
+  #lateAuthorization(): boolean {
+    if (this.#state.kind === 'authorizing' && !this.#session.closed) return false;
+    this.#datagramStats.late_events++;
+    return true;
+  }
+
+  #admit(grant: SessionGrant): void {
+    if (this.#lateAuthorization()) return;
+    if (!grant.ok) {
+      this.#deny(grant.reason);
+      return;
+    }
+    const sessionId = grant.sessionId ?? this.#session.id;
+    const admission = this.#options.registry.admit({
+      sessionId,
+      grant,
+      close: (reason) => this.#revoked(reason),
+    });
+    if (!admission.ok) {
+      this.#deny(admission.reason);
+      return;
+    }
+    this.#welcome(admission.session, grant);
+  }
+
+  #deny(reason: string): void {
+    if (this.#session.closed) return;
+    this.#options.logger.info({ session: this.#session.id, reason }, 'pilot session denied');
+    this.#endWith(endMessage('denied', reason), 1, 'denied');
+  }
+
+  #revoked(reason: string): void {
+    if (this.#session.closed) return;
+    this.#options.logger.info({ session: this.#session.id, reason }, 'pilot session revoked');
+    this.#endWith(endMessage('bye', reason), 0, reason);
+  }
+
+  /** Writes why the robot ends the session, stops media and commands, and closes after the grace. */
+  #endWith(message: ControlMessage, code: number, closeReason: string): void {
+    const state = this.#state;
+    if (state.kind === 'closing' || state.kind === 'closed') return;
+    this.#send(message);
+    const grace = this.#options.closeGraceMs ?? 0;
+    const closeTimer =
+      grace > 0 ? this.#clock.setTimeout(() => this.#session.close(code, closeReason), grace) : undefined;
+    this.#transition({ kind: 'closing', open: state.kind === 'active' ? state.open : undefined, closeTimer });
+    if (closeTimer === undefined) this.#session.close(code, closeReason);
+  }
+
+  #welcome(open: OpenSession, grant: AcceptedGrant): void {
+    const { sensors = [], commands = [], channels, qos, logger } = this.#options;
+    const welcome = welcomeFor(open, this.#profile, channels, sensors, commands);
+    this.#send(welcome.message);
+    logger.info(
+      {
+        session: this.#session.id,
+        session_id: open.sessionId,
+        role: open.role,
+        sub: grant.sub,
+        scope: grant.scope,
+      },
+      'pilot session welcomed',
+    );
+    const inboxes = new Map<number, CommandInbox>();
+    for (const command of commands) inboxes.set(command.config.id, command.inbox(open.role));
+    const video = new VideoSend({
+      session: this.#session,
+      channels,
+      profile: this.#profile,
+      clock: this.#clock,
+      onBacklogDrop: (channelId) => this.#backlogDrop(channelId),
+    });
+    const active: Extract<PilotSessionState, { kind: 'active' }> = {
+      kind: 'active',
+      open,
+      grant,
+      video,
+      inboxes,
+      unsubscribe: [],
+      statsTimer: this.#clock.setInterval(() => this.#stats(), 1000),
+    };
+    this.#transition(active);
+    for (const { channel, catchUp } of welcome.replays) {
+      active.unsubscribe.push(channel.subscribe(video.subscriber(channel, catchUp?.frames)));
+      const channelQos = qos?.get(channel.config.id);
+      if (channelQos !== undefined) active.unsubscribe.push(channelQos.attach(this));
+      // The publisher is asked for a recovery point as well: the replay shows the current picture,
+      // an IDR makes this session's stream independent of the replay (and is the only way to a
+      // live picture when the replay was the keyframe alone, or when there was none).
+      this.#recoveryNeeded(channel.config.id, 'join');
+    }
+    for (const sensor of sensors) {
+      active.unsubscribe.push(sensor.subscribe({ handleSensorFrame: (frame) => this.#sendDirect(frame) }));
+    }
+  }
+
+  #recoveryNeeded(channelId: number, reason: 'join' | 'pilot-request'): void {
+    const { onRecoveryNeeded } = this.#options;
+    if (onRecoveryNeeded !== undefined) {
+      safeCall(this.#options.logger, 'onRecoveryNeeded', () => onRecoveryNeeded(channelId, reason));
+    }
+  }
+
+  #backlogDrop(channelId: number): void {
+    const { onBacklogDrop } = this.#options;
+    if (onBacklogDrop !== undefined) {
+      safeCall(this.#options.logger, 'onBacklogDrop', () => onBacklogDrop(channelId));
+    }
+  }
+
+  /** A sensor frame: its datagrams leave now, each stamped with its send time. */
+  #sendDirect(frame: PackedFrame): void {
+    for (const datagram of frame.datagrams) {
+      stampSenderTimestamp(datagram, wrapU32(this.#clock.now() * 1000));
+      if (!this.#session.sendDatagram(datagram)) this.#datagramStats.sensor_datagrams_refused++;
+    }
+  }
+
+  #datagram(datagram: Uint8Array): void {
+    const state = this.#state;
+    switch (state.kind) {
+      case 'awaiting-hello':
+      case 'authorizing':
+        this.#datagramStats.datagrams_before_welcome++;
+        return;
+      case 'closing':
+      case 'closed':
+        this.#datagramStats.late_events++;
+        return;
+      case 'active':
+        break;
+      default: {
+        const unknown: never = state;
+        throw new TypeError(`unknown pilot session state ${String(unknown)}`);
+      }
+    }
+    const channel = peekChannel(datagram);
+    if (channel === undefined) {
+      this.#datagramStats.datagrams_malformed++;
+      return;
+    }
+    const inbox = state.inboxes.get(channel);
+    if (inbox === undefined) {
+      this.#datagramStats.datagrams_unknown_channel++;
+      return;
+    }
+    inbox.handleDatagram(datagram, this.#clock.now());
+  }
+
+  #stats(): void {
+    const state = this.#state;
+    if (state.kind !== 'active') return;
+    const channels: Record<string, Record<string, number | string>> = state.video.agentStats(
+      this.#options.qos,
+    );
+    Object.assign(channels, this.commandStats());
+    this.#send({ type: 'agent-stats', channels });
+  }
+
+  #send(message: ControlMessage): void {
+    this.#session.writeControl(encodeControlMessage(message));
+  }
+}

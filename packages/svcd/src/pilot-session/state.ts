@@ -1,0 +1,69 @@
+/**
+ * The life cycle of a pilot session on the robot as one discriminated union: each variant carries
+ * only what is valid in it (the admitted session and its subscriptions while active, the close
+ * timer while closing).
+ */
+import type { TimerHandle } from '@svc/runtime';
+import type { CommandInbox } from '../command-channel.js';
+import type { AcceptedGrant, OpenSession } from '../session-registry.js';
+import type { VideoSend } from './video-send.js';
+
+/**
+ * Where a pilot session is.
+ *
+ * - `awaiting-hello`: the transport session is open, the pilot has not said `hello`;
+ * - `authorizing`: `hello` arrived, its token is being checked;
+ * - `active`: welcomed: media, sensors and commands flow, `agent-stats` once a second;
+ * - `closing`: the robot ended it (`denied`, or `bye` on revocation) and waits out the grace that
+ *   lets the pilot read why; media and commands have stopped;
+ * - `closed`: the transport session ended.
+ */
+export type PilotSessionState =
+  | { readonly kind: 'awaiting-hello' }
+  | { readonly kind: 'authorizing' }
+  | {
+      readonly kind: 'active';
+      /** The session as the registry admitted it (role, id). */
+      readonly open: OpenSession;
+      /** The token's claims. */
+      readonly grant: AcceptedGrant;
+      readonly video: VideoSend;
+      /** This session's command reassembly, by command channel id. */
+      readonly inboxes: ReadonlyMap<number, CommandInbox>;
+      /** Undoes every subscription (video, sensors, rate controllers). */
+      readonly unsubscribe: (() => void)[];
+      readonly statsTimer: TimerHandle;
+    }
+  | {
+      readonly kind: 'closing';
+      /** The admitted session, when the robot ended one it had welcomed. */
+      readonly open: OpenSession | undefined;
+      /** Closes the transport session when the grace is over (none without a grace). */
+      readonly closeTimer: TimerHandle | undefined;
+    }
+  | { readonly kind: 'closed'; readonly reason: string };
+
+/** The states each state may be entered from. */
+export const PILOT_SESSION_TRANSITIONS: {
+  readonly [K in PilotSessionState['kind']]: readonly PilotSessionState['kind'][];
+} = Object.freeze({
+  'awaiting-hello': [],
+  authorizing: ['awaiting-hello'],
+  active: ['authorizing'],
+  closing: ['awaiting-hello', 'authorizing', 'active'],
+  closed: ['awaiting-hello', 'authorizing', 'active', 'closing'],
+});
+
+/**
+ * Checks one move of the life cycle against {@link PILOT_SESSION_TRANSITIONS}.
+ *
+ * @throws {TypeError} naming both states when the life cycle has no such move.
+ */
+export function assertPilotSessionTransition(
+  from: PilotSessionState['kind'],
+  to: PilotSessionState['kind'],
+): void {
+  if (!PILOT_SESSION_TRANSITIONS[to].includes(from)) {
+    throw new TypeError(`pilot session: no transition from ${from} to ${to}`);
+  }
+}
