@@ -31,3 +31,4 @@ export {
   redactUrl,
   SECRET_FIELD_NAMES,
 } from './redact.js';
+export { assertTransition, type TransitionTable } from './transitions.js';

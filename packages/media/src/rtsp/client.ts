@@ -6,6 +6,7 @@
  */
 
 import {
+  assertTransition,
   type Clock,
   type Logger,
   redactUrl,
@@ -13,6 +14,7 @@ import {
   silentLogger,
   systemClock,
   type TimerHandle,
+  type TransitionTable,
 } from '@svc/runtime';
 import { MediaError } from '../errors.js';
 import {
@@ -110,6 +112,16 @@ type ClientState =
   | { readonly kind: 'failed'; readonly link: Link; readonly error: MediaError }
   | { readonly kind: 'closing'; readonly error: MediaError; readonly done: Promise<void> }
   | { readonly kind: 'closed'; readonly error: MediaError };
+
+/** The session's life cycle: where each state may go. */
+const CLIENT_MOVES: TransitionTable<ClientState['kind']> = {
+  idle: ['starting', 'closing'],
+  starting: ['playing', 'failed', 'closing'],
+  playing: ['failed', 'closing'],
+  failed: ['closing'],
+  closing: ['closed'],
+  closed: [],
+};
 
 /** Closes the sockets of `link`, failing what still waits with `reason`. Safe to repeat. */
 async function closeLink(link: Link, reason: MediaError): Promise<void> {
@@ -260,35 +272,9 @@ export class RtspClient {
     }
   }
 
-  /** The one place the state changes; refuses a change its current state does not allow. */
+  /** The one place the state changes; refuses a change CLIENT_MOVES does not allow. */
   #transition(next: ClientState): void {
-    const from = this.#state.kind;
-    let allowed: boolean;
-    switch (next.kind) {
-      case 'idle':
-        allowed = false;
-        break;
-      case 'starting':
-        allowed = from === 'idle';
-        break;
-      case 'playing':
-        allowed = from === 'starting';
-        break;
-      case 'failed':
-        allowed = from === 'starting' || from === 'playing';
-        break;
-      case 'closing':
-        allowed = from !== 'closing' && from !== 'closed';
-        break;
-      case 'closed':
-        allowed = from === 'closing';
-        break;
-      default: {
-        const unreachable: never = next;
-        throw new TypeError(`unknown RtspClient state ${String(unreachable)}`);
-      }
-    }
-    if (!allowed) throw new TypeError(`RtspClient cannot go from ${from} to ${next.kind}`);
+    assertTransition('RtspClient', CLIENT_MOVES, this.#state.kind, next.kind);
     this.#state = next;
   }
 

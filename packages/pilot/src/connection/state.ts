@@ -116,57 +116,18 @@ export function publicState(state: ConnectionState): PilotConnectionState {
 
 /** The attempt a state belongs to, if it belongs to one. */
 export function attemptOf(state: ConnectionState): Attempt | undefined {
-  switch (state.kind) {
-    case 'offering':
-    case 'dialing':
-    case 'handshaking':
-    case 'starting':
-    case 'connected':
-      return state.attempt;
-    case 'idle':
-    case 'reconnecting':
-    case 'closed':
-    case 'denied':
-      return undefined;
-    default:
-      return state satisfies never;
-  }
+  // Structural: every variant that holds one names it `attempt`.
+  return 'attempt' in state ? state.attempt : undefined;
 }
 
 /** The transport link a state holds, if any. */
 export function linkOf(state: ConnectionState): Link | undefined {
-  switch (state.kind) {
-    case 'handshaking':
-    case 'starting':
-    case 'connected':
-      return state.link;
-    case 'idle':
-    case 'offering':
-    case 'dialing':
-    case 'reconnecting':
-    case 'closed':
-    case 'denied':
-      return undefined;
-    default:
-      return state satisfies never;
-  }
+  // Structural: every variant that holds one names it `link`.
+  return 'link' in state ? state.link : undefined;
 }
 
 /** The session (channels, players, timers) a state holds, if any. */
 export function sessionOf(state: ConnectionState): Session | undefined {
-  switch (state.kind) {
-    case 'starting':
-    case 'connected':
-      return state.session;
-    case 'idle':
-    case 'offering':
-    case 'dialing':
-    case 'handshaking':
-    case 'reconnecting':
-    case 'closed':
-    case 'denied':
-      return undefined;
-    default:
-      return state satisfies never;
-  }
+  // Structural: every variant that holds one names it `session`.
+  return 'session' in state ? state.session : undefined;
 }

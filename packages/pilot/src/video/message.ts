@@ -12,49 +12,28 @@ export const VIDEO_MESSAGE_ATTRIBUTE = 'data-svc-video-message';
  * @returns The overlay element.
  */
 export function showVideoMessage(container: HTMLElement, text: string): HTMLElement {
-  let overlay = findOverlay(container);
-  if (overlay === null) {
-    overlay = container.ownerDocument.createElement('div');
-    overlay.setAttribute(VIDEO_MESSAGE_ATTRIBUTE, '');
-    overlay.setAttribute('role', 'status');
-    overlay.setAttribute('aria-live', 'polite');
-    Object.assign(overlay.style, {
-      position: 'absolute',
-      inset: '0',
-      zIndex: '1',
-      display: 'flex',
-      alignItems: 'center',
-      justifyContent: 'center',
-      boxSizing: 'border-box',
-      padding: '1em',
-      margin: '0',
-      overflow: 'auto',
-      background: 'rgba(24, 26, 32, 0.92)',
-      color: '#ffffff',
-      font: '500 16px/1.4 system-ui, sans-serif',
-      textAlign: 'center',
-      overflowWrap: 'anywhere',
-    } satisfies Partial<CSSStyleDeclaration>);
-    const view = container.ownerDocument.defaultView;
-    if (view !== null && view.getComputedStyle(container).position === 'static') {
-      container.style.position = 'relative';
-    }
-    container.append(overlay);
-  }
-  overlay.textContent = text;
-  return overlay;
+  return showMarked(container, VIDEO_MESSAGE_ATTRIBUTE, text, {
+    position: 'absolute',
+    inset: '0',
+    zIndex: '1',
+    display: 'flex',
+    alignItems: 'center',
+    justifyContent: 'center',
+    boxSizing: 'border-box',
+    padding: '1em',
+    margin: '0',
+    overflow: 'auto',
+    background: 'rgba(24, 26, 32, 0.92)',
+    color: '#ffffff',
+    font: '500 16px/1.4 system-ui, sans-serif',
+    textAlign: 'center',
+    overflowWrap: 'anywhere',
+  });
 }
 
 /** Removes the message {@link showVideoMessage} put on `container`, if any. */
 export function clearVideoMessage(container: HTMLElement): void {
-  findOverlay(container)?.remove();
-}
-
-function findOverlay(container: HTMLElement): HTMLElement | null {
-  for (const child of container.children) {
-    if (child instanceof HTMLElement && child.hasAttribute(VIDEO_MESSAGE_ATTRIBUTE)) return child;
-  }
-  return null;
+  findMarked(container, VIDEO_MESSAGE_ATTRIBUTE)?.remove();
 }
 
 /** The attribute that marks the badge; tests and styles find it by `[data-svc-video-badge]`. */
@@ -68,31 +47,18 @@ export const VIDEO_BADGE_ATTRIBUTE = 'data-svc-video-badge';
  * @returns The badge element.
  */
 export function showVideoBadge(container: HTMLElement, text: string): HTMLElement {
-  let badge = findMarked(container, VIDEO_BADGE_ATTRIBUTE);
-  if (badge === null) {
-    badge = container.ownerDocument.createElement('div');
-    badge.setAttribute(VIDEO_BADGE_ATTRIBUTE, '');
-    badge.setAttribute('role', 'status');
-    Object.assign(badge.style, {
-      position: 'absolute',
-      top: '0.5em',
-      left: '0.5em',
-      zIndex: '1',
-      padding: '0.2em 0.6em',
-      borderRadius: '0.3em',
-      background: 'rgba(170, 30, 30, 0.85)',
-      color: '#ffffff',
-      font: '600 13px/1.3 system-ui, sans-serif',
-      maxWidth: 'calc(100% - 1em)',
-    } satisfies Partial<CSSStyleDeclaration>);
-    const view = container.ownerDocument.defaultView;
-    if (view !== null && view.getComputedStyle(container).position === 'static') {
-      container.style.position = 'relative';
-    }
-    container.append(badge);
-  }
-  badge.textContent = text;
-  return badge;
+  return showMarked(container, VIDEO_BADGE_ATTRIBUTE, text, {
+    position: 'absolute',
+    top: '0.5em',
+    left: '0.5em',
+    zIndex: '1',
+    padding: '0.2em 0.6em',
+    borderRadius: '0.3em',
+    background: 'rgba(170, 30, 30, 0.85)',
+    color: '#ffffff',
+    font: '600 13px/1.3 system-ui, sans-serif',
+    maxWidth: 'calc(100% - 1em)',
+  });
 }
 
 /** Removes the badge {@link showVideoBadge} put on `container`, if any. */
@@ -105,4 +71,32 @@ function findMarked(container: HTMLElement, attribute: string): HTMLElement | nu
     if (child instanceof HTMLElement && child.hasAttribute(attribute)) return child;
   }
   return null;
+}
+
+/**
+ * Shows `text` in the element marked with `attribute` over `container`, made with `style` the
+ * first time (`role="status"`, announced politely). A `static` container is made `relative` so
+ * the element can be placed over it.
+ */
+function showMarked(
+  container: HTMLElement,
+  attribute: string,
+  text: string,
+  style: Partial<CSSStyleDeclaration>,
+): HTMLElement {
+  let element = findMarked(container, attribute);
+  if (element === null) {
+    element = container.ownerDocument.createElement('div');
+    element.setAttribute(attribute, '');
+    element.setAttribute('role', 'status');
+    element.setAttribute('aria-live', 'polite');
+    Object.assign(element.style, style);
+    const view = container.ownerDocument.defaultView;
+    if (view !== null && view.getComputedStyle(container).position === 'static') {
+      container.style.position = 'relative';
+    }
+    container.append(element);
+  }
+  element.textContent = text;
+  return element;
 }

@@ -272,32 +272,44 @@ export class PilotSession implements SessionQosProbe {
     }
   }
 
-  #handle(message: ControlMessage): void {
+  /**
+   * The active state, for an event from the network: `early` before the welcome (the caller
+   * says what happens then), `late` once closing (counted here: an earlier message of the same
+   * read, or a datagram in flight, outlived the session).
+   */
+  #activeForNetwork(): Extract<PilotSessionState, { kind: 'active' }> | 'early' | 'late' {
     const state = this.#state;
     switch (state.kind) {
       case 'awaiting-hello':
       case 'authorizing':
-        if (message.type === 'hello') {
-          // A second hello is ignored.
-          if (state.kind === 'awaiting-hello') this.#hello(message);
-          return;
-        }
-        this.#options.logger.warn(
-          { session: this.#session.id, type: message.type },
-          'control message before the session was welcomed; ignored',
-        );
-        return;
+        return 'early';
       case 'closing':
       case 'closed':
-        // An earlier message of the same read ended the session.
         this.#datagramStats.late_events++;
-        return;
+        return 'late';
       case 'active':
-        break;
+        return state;
       default: {
         const unknown: never = state;
         throw new TypeError(`unknown pilot session state ${String(unknown)}`);
       }
+    }
+  }
+
+  #handle(message: ControlMessage): void {
+    const state = this.#activeForNetwork();
+    if (state === 'late') return;
+    if (state === 'early') {
+      if (message.type === 'hello') {
+        // A second hello (while its token is checked) is ignored.
+        if (this.#state.kind === 'awaiting-hello') this.#hello(message);
+        return;
+      }
+      this.#options.logger.warn(
+        { session: this.#session.id, type: message.type },
+        'control message before the session was welcomed; ignored',
+      );
+      return;
     }
     switch (message.type) {
       case 'hello':
@@ -502,22 +514,11 @@ export class PilotSession implements SessionQosProbe {
   }
 
   #datagram(datagram: Uint8Array): void {
-    const state = this.#state;
-    switch (state.kind) {
-      case 'awaiting-hello':
-      case 'authorizing':
-        this.#datagramStats.datagrams_before_welcome++;
-        return;
-      case 'closing':
-      case 'closed':
-        this.#datagramStats.late_events++;
-        return;
-      case 'active':
-        break;
-      default: {
-        const unknown: never = state;
-        throw new TypeError(`unknown pilot session state ${String(unknown)}`);
-      }
+    const state = this.#activeForNetwork();
+    if (state === 'late') return;
+    if (state === 'early') {
+      this.#datagramStats.datagrams_before_welcome++;
+      return;
     }
     const channel = peekChannel(datagram);
     if (channel === undefined) {

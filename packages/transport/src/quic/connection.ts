@@ -3,7 +3,7 @@
  * quiche, and the public stream and datagram operations. Stream bookkeeping is in `streams.ts`,
  * datagrams in `datagrams.ts`, the timers in `timers.ts`.
  */
-import { type Clock, TypedEmitter } from '@svc/runtime';
+import { assertTransition, type Clock, type TransitionTable, TypedEmitter } from '@svc/runtime';
 import { TransportError } from '../errors.js';
 import { type NativeConnection, type NativeHostPort, quiche, quicheError } from './binding.js';
 import { maxDatagramSize, sendDatagram } from './datagrams.js';
@@ -63,6 +63,16 @@ type ConnectionState =
   | { readonly kind: 'closing'; readonly established: boolean }
   | { readonly kind: 'terminating'; readonly established: boolean }
   | { readonly kind: 'closed'; readonly established: boolean; readonly info: QuicCloseInfo };
+
+/** The connection's life cycle: where each state may go. */
+const CONNECTION_MOVES: TransitionTable<ConnectionState['kind']> = {
+  handshaking: ['open', 'closing', 'terminating', 'closed'],
+  open: ['closing', 'terminating', 'closed'],
+  // closing → closing: the handshake completed during the closing period.
+  closing: ['closing', 'terminating', 'closed'],
+  terminating: ['closed'],
+  closed: [],
+};
 
 const utf8Decoder = new TextDecoder();
 const utf8Encoder = new TextEncoder();
@@ -395,33 +405,9 @@ export class QuicConnection {
     this.#finish();
   }
 
-  /** The one place the state changes; refuses a change its current state does not allow. */
+  /** The one place the state changes; refuses a change CONNECTION_MOVES does not allow. */
   #transition(next: ConnectionState): void {
-    const from = this.#state.kind;
-    let allowed: boolean;
-    switch (next.kind) {
-      case 'handshaking':
-        allowed = false;
-        break;
-      case 'open':
-        allowed = from === 'handshaking';
-        break;
-      case 'closing':
-        // closing → closing: the handshake completed during the closing period.
-        allowed = from === 'handshaking' || from === 'open' || from === 'closing';
-        break;
-      case 'terminating':
-        allowed = from !== 'terminating' && from !== 'closed';
-        break;
-      case 'closed':
-        allowed = from !== 'closed';
-        break;
-      default: {
-        const unreachable: never = next;
-        throw new TypeError(`unknown QuicConnection state ${String(unreachable)}`);
-      }
-    }
-    if (!allowed) throw new TypeError(`QuicConnection cannot go from ${from} to ${next.kind}`);
+    assertTransition('QuicConnection', CONNECTION_MOVES, this.#state.kind, next.kind);
     this.#state = next;
   }
 
