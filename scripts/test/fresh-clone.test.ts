@@ -1,16 +1,18 @@
 /**
  * A fresh clone installs as CI installs it (issue 15, ADR 0014): `git clone` of the committed HEAD
  * into a temporary folder, `npm ci` there, then nothing tracked has changed, npm printed no engine
- * warning, and the tools are in place. Slow (a minute or two): it lives in its own file so the
+ * warning, and the tools are in place; then `npm start` there serves the console and still changes
+ * nothing tracked (its data folder and the console's build are ignored). Slow (a minute or two): it lives in its own file so the
  * test-time comparison can leave it out.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { freeTcpPort } from '@svc/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
@@ -175,5 +177,36 @@ describe('a fresh clone of the committed HEAD', () => {
     const status = await run('git', ['status', '--porcelain'], { cwd: clone });
     expect.soft(status.stdout, 'npm ci changed tracked files').toBe('');
     expect.soft(existsSync(path.join(clone, 'node_modules/.bin/tsc')), 'tsc is installed').toBe(true);
+  });
+
+  it('runs npm start there (svc-cloud serves the console) and leaves git status clean', {
+    timeout: 180_000,
+  }, async () => {
+    expect(existsSync(path.join(clone, 'node_modules')), 'the npm ci test above installed').toBe(true);
+    const port = await freeTcpPort();
+    // The default data folder (./svc-data in the clone), as a newcomer's first run has it.
+    const child = spawn('bash', ['scripts/start.sh'], {
+      cwd: clone,
+      env: { ...cloneEnvironment(), SVC_PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    try {
+      await expect.poll(() => out, { timeout: 150_000, interval: 200 }).toContain('svc-cloud listening on');
+      const page = await fetch(`http://127.0.0.1:${port}/console/`);
+      expect(page.status, out).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    const status = await run('git', ['status', '--porcelain'], { cwd: clone });
+    expect(status.stdout, 'npm start changed tracked files or left untracked ones').toBe('');
   });
 });

@@ -247,7 +247,9 @@ export class QuicConnection {
 
   /**
    * Resolves once stream `streamId` can take `bytes` more bytes (checked after every packet and
-   * flush).
+   * flush). Capacity includes the congestion window: ask for what the next write needs (1 byte
+   * by default), not a large block, which a small window (BBR's probe-RTT keeps four packets) may
+   * never offer while nothing is in flight to move it.
    *
    * @throws TransportError `closed` (as a rejection) when the stream or connection closes first.
    */

@@ -46,7 +46,8 @@ export function echo(conn: QuicConnection, errors: unknown[]): void {
           continue;
         }
         state.queue[0] = chunk.subarray(written);
-        await conn.waitWritable(id, Math.min(state.queue[0].byteLength, 16_384));
+        // Any room at all: waiting for a large block can outlast a small congestion window.
+        await conn.waitWritable(id);
       }
     } finally {
       state.busy = false;
