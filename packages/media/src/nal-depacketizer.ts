@@ -27,6 +27,22 @@ export const NalRole = {
 /** One of the {@link NalRole} values. */
 export type NalRole = (typeof NalRole)[keyof typeof NalRole];
 
+/** One line of a role table: a NAL unit type, or an inclusive range of types, and their role. */
+export type NalRoleEntry = readonly [types: number | readonly [first: number, last: number], role: NalRole];
+
+/**
+ * Builds a {@link NalCodecDescription.roles} table for the NAL unit types below `size`: each type
+ * gets the role of the last entry that names it, {@link NalRole.other} when none does.
+ */
+export function nalRoleTable(size: number, entries: readonly NalRoleEntry[]): Uint8Array {
+  const roles = new Uint8Array(size);
+  for (const [types, role] of entries) {
+    if (typeof types === 'number') roles[types] = role;
+    else roles.fill(role, types[0], types[1] + 1);
+  }
+  return roles;
+}
+
 /** Parameter set kinds, in the order they must appear in an access unit. */
 export const ParameterSetKind = { vps: 0, sps: 1, pps: 2 } as const;
 
@@ -46,6 +62,15 @@ export interface NalCodecDescription {
   readonly roles: Uint8Array;
   /** Parameter set kinds a keyframe needs (bit 0 VPS, 1 SPS, 2 PPS), to warn when one is missing. */
   readonly requiredParameterSets: number;
+  /**
+   * The payload type of an aggregation packet (H.264 STAP-A, H.265 AP). In both RTP formats it is
+   * the first type past the NAL unit types: a payload of a lower type is a single NAL unit.
+   */
+  readonly aggregationType: number;
+  /** The payload type of a fragmentation unit (H.264 FU-A, H.265 FU). */
+  readonly fragmentationType: number;
+  /** Payload structures the format defines that are not handled, by type: their `skipped` reason. */
+  readonly unsupportedTypes: ReadonlyMap<number, string>;
 }
 
 /** Options common to the H.264 and H.265 depacketisers. */
@@ -95,11 +120,13 @@ function defaultCaptureTimeUs(rtpTimestamp: number): number {
 }
 
 /**
- * Turns the RTP packets of one H.264 or H.265 stream into whole access units in Annex B. Subclasses
- * parse their RTP payload structures and hand NAL units over with `beginNal` / `continueNal` /
- * `endNal`; this class finds the access unit boundaries (marker bit, timestamp change), drops
- * access units that lost a packet or carried a malformed one, drops access unit delimiters, caches
- * parameter sets and puts them in front of keyframes that lack them.
+ * Turns the RTP packets of one H.264 or H.265 stream into whole access units in Annex B. This class
+ * routes each payload by its header's type (single NAL unit, aggregation packet, fragmentation
+ * unit, unsupported or unknown structure); subclasses parse those structures and hand NAL units
+ * over with `beginNal` / `continueNal` / `endNal`. This class finds the access unit boundaries
+ * (marker bit, timestamp change), drops access units that lost a packet or carried a malformed
+ * one, drops access unit delimiters, caches parameter sets and puts them in front of keyframes
+ * that lack them.
  *
  * Payload bytes are copied as they arrive, into one assembly buffer kept from access unit to
  * access unit, so the caller may reuse a packet's memory as soon as `handlePacket` returns (the
@@ -211,8 +238,20 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
     if (hard) for (const sets of this.parameterSets) sets.clear();
   }
 
-  /** Parses one RTP payload and passes its NAL units to `beginNal` / `continueNal` / `endNal`. */
-  protected abstract parsePayload(payload: Uint8Array): void;
+  /**
+   * The type in an RTP payload's header (a NAL unit type or a payload structure type), or
+   * `undefined` after reporting the payload {@link malformed}.
+   */
+  protected abstract payloadTypeOf(payload: Uint8Array): number | undefined;
+
+  /** Parses a single NAL unit packet of NAL unit `type` and passes the unit on. */
+  protected abstract parseSingle(type: number, payload: Uint8Array): void;
+
+  /** Parses an aggregation packet and passes each of its NAL units on. */
+  protected abstract parseAggregation(payload: Uint8Array): void;
+
+  /** Parses a fragmentation unit and passes its piece to `beginNal` / `continueNal` / `endNal`. */
+  protected abstract parseFragment(payload: Uint8Array): void;
 
   /** The id of a parameter set of `kind` (0 VPS, 1 SPS, 2 PPS), or `undefined` if it does not parse. */
   protected abstract parameterSetId(kind: number, nal: Uint8Array): number | undefined;
@@ -296,7 +335,7 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
   }
 
   /** A payload structure this depacketiser does not handle: skipped, and its access unit dropped. */
-  protected unsupported(kind: string): void {
+  private unsupported(kind: string): void {
     this.countSkip(kind);
     this.damaged = true;
     this.warnOnce(kind, { kind }, `unsupported ${this.description.name} RTP payload structure skipped`);
@@ -306,9 +345,27 @@ export abstract class NalUnitDepacketizer implements Depacketizer {
    * A payload type the RTP format leaves undefined or reserved: ignored without dropping the
    * access unit, so a future extension does not break the stream.
    */
-  protected ignoreUnknown(type: number): void {
+  private ignoreUnknown(type: number): void {
     this.countSkip('unknown-type');
     this.warnOnce('unknown-type', { type }, `unknown ${this.description.name} RTP payload type ignored`);
+  }
+
+  /** Parses one RTP payload by the structure its header's type names. */
+  private parsePayload(payload: Uint8Array): void {
+    const type = this.payloadTypeOf(payload);
+    if (type === undefined) return;
+    const description = this.description;
+    if (type < description.aggregationType) {
+      this.parseSingle(type, payload);
+    } else if (type === description.aggregationType) {
+      this.parseAggregation(payload);
+    } else if (type === description.fragmentationType) {
+      this.parseFragment(payload);
+    } else {
+      const unsupported = description.unsupportedTypes.get(type);
+      if (unsupported === undefined) this.ignoreUnknown(type);
+      else this.unsupported(unsupported);
+    }
   }
 
   private parameterSetKind(type: number): number {

@@ -4,7 +4,7 @@ import { inspect } from 'node:util';
 import { backoffDelayMs, type Logger, RECONNECT_BACKOFF, type TimerHandle } from '@svc/runtime';
 import { FakeClock, memoryLogger } from '@svc/runtime/testing';
 import { type RunningRtspServer, startRtspServer } from '@svc/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { isMediaError, type MediaError, type MediaErrorCode } from '../src/errors.js';
 import {
   digestResponse,
@@ -24,6 +24,7 @@ import {
   serializeRequest,
 } from '../src/rtsp/index.js';
 import type { SdpMedia } from '../src/sdp.js';
+import { useCodecRtspServer } from './support/rtsp-server.js';
 
 // ---------------------------------------------------------------------------------------------
 // Test tools: an event recorder, a fake clock, a capturing logger, a scripted fake camera.
@@ -690,21 +691,7 @@ describe("RtspSource's reconnect policy (RECONNECT_BACKOFF)", () => {
 // ---------------------------------------------------------------------------------------------
 
 describe('RtspClient against GStreamer', () => {
-  let server: RunningRtspServer;
-
-  beforeAll(async () => {
-    server = await startRtspServer({
-      mounts: [
-        { path: '/h264', codec: 'h264' },
-        { path: '/h265', codec: 'h265' },
-        { path: '/mjpeg', codec: 'mjpeg' },
-      ],
-    });
-  });
-
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const server = useCodecRtspServer();
 
   it.each([
     ['tcp', '/h264', 96, 'H264'],
@@ -714,7 +701,7 @@ describe('RtspClient against GStreamer', () => {
   ] as const)(
     'plays over %s: %s as payload type %i (%s)',
     async (transport, path, payloadType, encodingName) => {
-      const { client, packets, descriptions } = recordingClient({ url: server.url(path), transport });
+      const { client, packets, descriptions } = recordingClient({ url: server().url(path), transport });
       const media = await client.start();
       expect(media).toMatchObject({ payloadType, encodingName, clockRate: 90000 });
       expect(client.media).toBe(media);
@@ -738,11 +725,11 @@ describe('RtspClient against GStreamer', () => {
   );
 
   it('reports an unknown mount as not-found, naming the URL', async () => {
-    const { client } = recordingClient({ url: server.url('/no-such-mount') });
+    const { client } = recordingClient({ url: server().url('/no-such-mount') });
     const error = await rejection(client.start());
     expectCode(error, 'not-found');
     expect(error.message).toBe(
-      `no such stream/mount at rtsp://127.0.0.1:${server.port}/no-such-mount (DESCRIBE answered 404 Not Found)`,
+      `no such stream/mount at rtsp://127.0.0.1:${server().port}/no-such-mount (DESCRIBE answered 404 Not Found)`,
     );
     expect(client.state).toBe('closed');
   });
@@ -771,13 +758,13 @@ describe('RtspClient against GStreamer', () => {
   });
 
   it('refuses a second start()', async () => {
-    const { client } = recordingClient({ url: server.url('/mjpeg') });
+    const { client } = recordingClient({ url: server().url('/mjpeg') });
     await client.start();
     await expect(client.start()).rejects.toThrow(TypeError);
   });
 
   it('stops cleanly while still connecting: start() rejects with closed', async () => {
-    const { client } = recordingClient({ url: server.url('/h264') });
+    const { client } = recordingClient({ url: server().url('/h264') });
     const starting = client.start();
     await client.stop();
     expectCode(await rejection(starting), 'closed');

@@ -1,9 +1,9 @@
 import { connect } from 'node:net';
-import { type RunningRtspServer, startRtspServer } from '@svc/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isMediaError } from '../src/errors.js';
 import { RtspMessageParser, type RtspResponse, serializeRequest } from '../src/rtsp/message.js';
 import { decodeSpropParameterSets, findVideoMedia, parseSdp, resolveControlUrl } from '../src/sdp.js';
+import { useCodecRtspServer } from './support/rtsp-server.js';
 
 /** Sends one DESCRIBE over a plain socket and returns the answer: what the server really sends. */
 function describeOnce(url: string, port: number): Promise<RtspResponse> {
@@ -326,27 +326,15 @@ describe('decodeSpropParameterSets', () => {
 });
 
 describe('parseSdp on what the GStreamer RTSP server really sends', () => {
-  let server: RunningRtspServer;
-  beforeAll(async () => {
-    server = await startRtspServer({
-      mounts: [
-        { path: '/h264', codec: 'h264' },
-        { path: '/h265', codec: 'h265' },
-        { path: '/mjpeg', codec: 'mjpeg' },
-      ],
-    });
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+  const server = useCodecRtspServer();
 
   it.each([
     ['/h264', 96, 'H264', 'sprop-parameter-sets'],
     ['/h265', 96, 'H265', 'sprop-sps'],
     ['/mjpeg', 26, 'JPEG', undefined],
   ])('%s: payload type %i, %s', async (path, payloadType, encodingName, sprop) => {
-    const url = server.url(path);
-    const response = await describeOnce(url, server.port);
+    const url = server().url(path);
+    const response = await describeOnce(url, server().port);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/sdp');
     const base = response.headers.get('content-base') ?? url;

@@ -36,22 +36,31 @@ const SECRETS = [
   JWT.split('.')[2]!,
 ];
 
+/**
+ * The fields of the first line {@link writeSecretLines} writes, `url` as given and each secret
+ * field's value passed through `secret`: as written (`secret` keeps the value) and as a logger
+ * must show them (`secret` masks it), one shape for both so they cannot drift apart.
+ */
+function firstLineFields(url: string, secret: (value: string) => string) {
+  return {
+    robot: 'r1',
+    count: 3,
+    url,
+    token: secret('field-token'),
+    accessToken: secret('field-access'),
+    nested: {
+      password: secret('field-password'),
+      enrolment_token: secret('field-enrolment'),
+      headers: { authorization: secret('Bearer field-authorization'), accept: 'application/json' },
+    },
+    list: [{ key: secret('field-key'), id: 'k1' }, { token: secret('array-token') }],
+  };
+}
+
 /** Writes one line of each kind through `log`: fields with secrets, secrets in the message, an error. */
 function writeSecretLines(log: Logger): void {
   log.warn(
-    {
-      robot: 'r1',
-      count: 3,
-      url: 'rtsp://admin:hunter2@cam.local/live',
-      token: 'field-token',
-      accessToken: 'field-access',
-      nested: {
-        password: 'field-password',
-        enrolment_token: 'field-enrolment',
-        headers: { authorization: 'Bearer field-authorization', accept: 'application/json' },
-      },
-      list: [{ key: 'field-key', id: 'k1' }, { token: 'array-token' }],
-    },
+    firstLineFields('rtsp://admin:hunter2@cam.local/live', (value) => value),
     'fields carry secrets',
   );
   log.info(
@@ -103,17 +112,7 @@ describe('createLogger (pino), JSON lines', () => {
     expect(lines[0]).toMatchObject({
       level: 40,
       msg: 'fields carry secrets',
-      robot: 'r1',
-      count: 3,
-      url: 'rtsp://***@cam.local/live',
-      token: '***',
-      accessToken: '***',
-      nested: {
-        password: '***',
-        enrolment_token: '***',
-        headers: { authorization: '***', accept: 'application/json' },
-      },
-      list: [{ key: '***', id: 'k1' }, { token: '***' }],
+      ...firstLineFields('rtsp://***@cam.local/live', () => '***'),
     });
     expect(lines[1]).toMatchObject({
       level: 30,

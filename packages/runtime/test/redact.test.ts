@@ -23,17 +23,15 @@ describe('redactUrl', () => {
     expect(redactUrl(input)).toBe(expected);
   });
 
-  it('leaves URLs without secrets exactly as they were', () => {
-    for (const url of [
-      'rtsp://127.0.0.1:8554/h264',
-      'rtsp://cam/cam/realmonitor?channel=1&subtype=0',
-      'rtsp://cam/axis-media/media.amp?videocodec=h264&resolution=640x480',
-      'rtsp://cam/live?keyframe=1',
-      'not a url at all',
-      '',
-    ]) {
-      expect(redactUrl(url)).toBe(url);
-    }
+  it.each([
+    'rtsp://127.0.0.1:8554/h264',
+    'rtsp://cam/cam/realmonitor?channel=1&subtype=0',
+    'rtsp://cam/axis-media/media.amp?videocodec=h264&resolution=640x480',
+    'rtsp://cam/live?keyframe=1',
+    'not a url at all',
+    '',
+  ])('leaves a URL without secrets exactly as it was: %j', (url) => {
+    expect(redactUrl(url)).toBe(url);
   });
 
   it('redacts values of secret-looking query parameters, case-insensitively', () => {
@@ -73,30 +71,6 @@ describe('redactUrl', () => {
       expect(() => redactUrl(input)).not.toThrow();
     }
     expect(redactUrl('\u0000rtsp://a:b@c')).not.toContain('a:b');
-  });
-});
-
-describe('isSecretParameterName', () => {
-  it('knows secret names and leaves ordinary ones alone', () => {
-    for (const name of [
-      'password',
-      'Passwd',
-      'pwd',
-      'token',
-      'access_token',
-      'apiKey',
-      'api_key',
-      'secret',
-      'Authorization',
-      'sig',
-      'signature',
-      'credential',
-    ]) {
-      expect(isSecretParameterName(name)).toBe(true);
-    }
-    for (const name of ['user', 'channel', 'subtype', 'videocodec', 'resolution', 'keyframe', 'stream']) {
-      expect(isSecretParameterName(name)).toBe(false);
-    }
   });
 });
 
@@ -213,80 +187,82 @@ describe('redactText: each secret kind in a log line', () => {
   });
 });
 
-describe('isSecretFieldName', () => {
-  it('knows the listed names in any case and with any separators', () => {
-    for (const name of SECRET_FIELD_NAMES) expect(isSecretFieldName(name)).toBe(true);
-    for (const name of [
+describe.each([
+  {
+    name: 'isSecretParameterName',
+    isSecret: isSecretParameterName,
+    secret: [
+      'password',
+      'Passwd',
+      'pwd',
+      'token',
+      'access_token',
+      'apiKey',
+      'api_key',
+      'secret',
+      'Authorization',
+      'sig',
+      'signature',
+      'credential',
+    ],
+    ordinary: ['user', 'channel', 'subtype', 'videocodec', 'resolution', 'keyframe', 'stream'],
+  },
+  {
+    name: 'isSecretFieldName',
+    isSecret: isSecretFieldName,
+    secret: [
+      ...SECRET_FIELD_NAMES,
+      // The listed names in any case and with any separators.
       'Token',
       'access_token',
       'accessToken',
       'X-Svc-Id-Token',
       'set-cookie',
       'enrolment.token',
-    ]) {
-      expect(isSecretFieldName(name)).toBe(true);
-    }
-  });
-
-  it('knows names that end in a secret word', () => {
-    for (const name of [
+      // Names that end in a secret word.
       'invitationToken',
       'pilot_token',
       'dbPassword',
       'sessionSecret',
       'x-api-key',
       'devicePrivateKey',
-    ]) {
-      expect(isSecretFieldName(name)).toBe(true);
-    }
+    ],
+    ordinary: ['publicKey', 'keyframe', 'tokenCount', 'robot', 'url', 'message', 'secretHash', 'keys'],
+  },
+])('$name', ({ isSecret, secret, ordinary }) => {
+  it.each(secret)('knows %s', (name) => {
+    expect(isSecret(name)).toBe(true);
   });
 
-  it('leaves ordinary names alone', () => {
-    for (const name of [
-      'publicKey',
-      'keyframe',
-      'tokenCount',
-      'robot',
-      'url',
-      'message',
-      'secretHash',
-      'keys',
-    ]) {
-      expect(isSecretFieldName(name)).toBe(false);
-    }
+  it.each(ordinary)('leaves %s alone', (name) => {
+    expect(isSecret(name)).toBe(false);
   });
 });
 
 describe('redactFields', () => {
   it('masks fields named as secrets at any depth, inside arrays too, and keeps the rest', () => {
-    const fields = {
+    // One shape for what goes in and what must come out: secret-named values through `secret`,
+    // `inline` an ordinary string with an enrolment token in it.
+    const fields = (secret: (value: string) => string, inline: string) => ({
       robot: 'r1',
-      token: 't0',
-      accessToken: 't1',
-      password: 'p1',
-      enrolment_token: 't2',
-      authorization: 'Bearer t3',
-      key: 'k1',
+      token: secret('t0'),
+      accessToken: secret('t1'),
+      password: secret('p1'),
+      enrolment_token: secret('t2'),
+      authorization: secret('Bearer t3'),
+      key: secret('k1'),
       count: 3,
-      nested: { deeper: { password: 'p2', keep: true }, peers: [{ token: 't4', id: 'a' }, { id: 'b' }] },
-      list: [{ key: 'k2' }, 'svc_enr_inline'],
+      nested: {
+        deeper: { password: secret('p2'), keep: true },
+        peers: [{ token: secret('t4'), id: 'a' }, { id: 'b' }],
+      },
+      list: [{ key: secret('k2') }, inline],
       missing: undefined,
       secretButUndefined: undefined as string | undefined,
-    };
-    expect(redactFields(fields)).toEqual({
-      robot: 'r1',
-      token: '***',
-      accessToken: '***',
-      password: '***',
-      enrolment_token: '***',
-      authorization: '***',
-      key: '***',
-      count: 3,
-      nested: { deeper: { password: '***', keep: true }, peers: [{ token: '***', id: 'a' }, { id: 'b' }] },
-      list: [{ key: '***' }, 'svc_enr_***'],
-      missing: undefined,
-      secretButUndefined: undefined,
     });
+    expect(redactFields(fields((value) => value, 'svc_enr_inline'))).toEqual(
+      fields(() => '***', 'svc_enr_***'),
+    );
   });
 
   it('redacts secrets inside the strings of fields with ordinary names', () => {

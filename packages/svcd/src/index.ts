@@ -51,11 +51,7 @@ export {
   type PilotSessionDatagramStats,
   type PilotSessionOptions,
 } from './pilot-session/session.js';
-export {
-  assertPilotSessionTransition,
-  PILOT_SESSION_TRANSITIONS,
-  type PilotSessionState,
-} from './pilot-session/state.js';
+export { PILOT_SESSION_MOVES, type PilotSessionState } from './pilot-session/state.js';
 export { type ProbeLine, type ProbeOptions, type ProbeSummary, probeInput } from './probe.js';
 export {
   PublisherControl,
@@ -110,8 +106,4 @@ export {
   type SignallingIgnored,
 } from './signalling/client.js';
 export { remedyFor } from './signalling/remedies.js';
-export {
-  assertSignallingTransition,
-  SIGNALLING_TRANSITIONS,
-  type SignallingState,
-} from './signalling/state.js';
+export { SIGNALLING_MOVES, type SignallingState } from './signalling/state.js';

@@ -13,6 +13,7 @@ import { freeUdpPort, type RunningPublisher, startPublisher } from '@svc/testkit
 import { describe, expect, it } from 'vitest';
 import type { TimelinePoint, TimelineResult } from './fixtures/pilot-page.js';
 import { useBrowserFleet } from './support/browser-fleet.js';
+import { twoLayerVideoChannel, videoChannel } from './support/channels.js';
 import { type ShapedRobot, shapedRobot } from './support/shaped-robot.js';
 
 const page = fileURLToPath(new URL('./fixtures/pilot-page.ts', import.meta.url));
@@ -40,14 +41,7 @@ async function setUp(
   t.defer(() => camera.stop());
   const shaped = await shapedRobot(t, {
     robotId: name,
-    channels: [
-      '[[channel]]',
-      'kind = "video"',
-      'name = "front"',
-      `input = "rtp://127.0.0.1:${port}"`,
-      'codec = "avc1.42c00d"',
-      'fps = 30',
-    ],
+    channels: videoChannel(`rtp://127.0.0.1:${port}`, 'avc1.42c00d'),
     publisherControl: camera.controlAddress,
     down,
     seed: 11,
@@ -201,20 +195,7 @@ describe('rate controller', () => {
     t.defer(() => camera.stop());
     const { shaper, ...shaped } = await shapedRobot(t, {
       robotId: 'abr-layers',
-      channels: [
-        '[[channel]]',
-        'kind = "video"',
-        'name = "front"',
-        'codec = "avc1.42c00d"',
-        'fps = 30',
-        '[[channel.layer]]',
-        'name = "low"',
-        `input = "rtp://127.0.0.1:${lowPort}"`,
-        '[[channel.layer]]',
-        'name = "high"',
-        `input = "rtp://127.0.0.1:${highPort}"`,
-        'min_bitrate_kbps = 1200',
-      ],
+      channels: twoLayerVideoChannel({ lowPort, highPort, highMinBitrateKbps: 1200 }),
       publisherControl: camera.controlAddress,
       down: {},
       seed: 5,

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { ChannelQos, type SessionQosProbe } from '../src/channel-qos.js';
 import { parseConfig, type VideoChannelConfig } from '../src/config.js';
 import { VideoChannel } from '../src/video-channel.js';
+import { twoLayerVideoChannel } from './support/channels.js';
 
 const config: VideoChannelConfig = {
   kind: 'video',
@@ -121,18 +122,7 @@ describe('channel rate control in the daemon', () => {
         '[agent]',
         'robot_id = "layers"',
         'signal_url = "wss://cloud.example/ws"',
-        '[[channel]]',
-        'kind = "video"',
-        'name = "front"',
-        'codec = "avc1.42c00d"',
-        'fps = 30',
-        '[[channel.layer]]',
-        'name = "low"',
-        'input = "rtp://127.0.0.1:5004"',
-        '[[channel.layer]]',
-        'name = "high"',
-        'input = "rtp://127.0.0.1:5006"',
-        'min_bitrate_kbps = 1500',
+        ...twoLayerVideoChannel({ lowPort: 5004, highPort: 5006, highMinBitrateKbps: 1500 }),
       ].join('\n'),
     ).channels[0] as VideoChannelConfig;
     const profile = qosProfile('balanced');

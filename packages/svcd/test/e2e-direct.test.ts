@@ -11,7 +11,8 @@ import {
 import { describe, expect, it } from 'vitest';
 import type { OfferSummary, PilotOutcome, WatchResult } from './fixtures/pilot-page.js';
 import { useBrowserFleet } from './support/browser-fleet.js';
-import { type FleetRobot, videoChannel } from './support/fleet.js';
+import { videoChannel } from './support/channels.js';
+import type { FleetRobot } from './support/fleet.js';
 
 const page = fileURLToPath(new URL('./fixtures/pilot-page.ts', import.meta.url));
 const screenshots = fileURLToPath(new URL('../../../test-results/', import.meta.url));

@@ -496,18 +496,24 @@ describe('svcd enrol (the real command)', () => {
     signalUrl = `${server.base.replace('http:', 'ws:')}/ws`;
   });
 
+  /** `svcd --config <file> enrol [--token <token>] --signal-url <the fake cloud>`. */
+  const enrol = (token: string | undefined, env: Record<string, string> = {}): Promise<Run> =>
+    run(
+      [
+        '--config',
+        configFile,
+        'enrol',
+        ...(token === undefined ? [] : ['--token', token]),
+        '--signal-url',
+        signalUrl,
+      ],
+      env,
+    );
+
   it('enrols and prints one line, creating the key', async () => {
     await writeConfig();
     server.tokens.set('svc_enr_cli', 'unused');
-    const ok = await run([
-      '--config',
-      configFile,
-      'enrol',
-      '--token',
-      'svc_enr_cli',
-      '--signal-url',
-      signalUrl,
-    ]);
+    const ok = await enrol('svc_enr_cli');
     expect(ok.code).toBe(0);
     expect(ok.stdout).toBe(`enrolled: robot rover-7 in org org-7 at ${server.base}\n`);
     expect(readableLog(ok.stderr)).toMatch(/^info: created the robot key/);
@@ -519,15 +525,7 @@ describe('svcd enrol (the real command)', () => {
   it('fails with the code and the remedy on 410, exit 1', async () => {
     await writeConfig();
     server.tokens.set('svc_enr_spent', 'used');
-    const failed = await run([
-      '--config',
-      configFile,
-      'enrol',
-      '--token',
-      'svc_enr_spent',
-      '--signal-url',
-      signalUrl,
-    ]);
+    const failed = await enrol('svc_enr_spent');
     expect(failed.code).toBe(1);
     expect(failed.stdout).toBe('');
     expect(failed.stderr).toContain(
@@ -542,12 +540,9 @@ describe('svcd enrol (the real command)', () => {
       server.tokens.set(token, 'unused');
     const env = { SVC_ENROLMENT_TOKEN: 'svc_enr_from_env' };
     const results = [
-      await run(
-        ['--config', configFile, 'enrol', '--token', 'svc_enr_from_flag', '--signal-url', signalUrl],
-        env,
-      ),
-      await run(['--config', configFile, 'enrol', '--signal-url', signalUrl], env),
-      await run(['--config', configFile, 'enrol', '--signal-url', signalUrl]),
+      await enrol('svc_enr_from_flag', env),
+      await enrol(undefined, env),
+      await enrol(undefined),
     ];
     expect(results.map((r) => r.code)).toEqual([0, 0, 0]);
     expect(server.tokensReceived()).toEqual(['svc_enr_from_flag', 'svc_enr_from_env', 'svc_enr_from_file']);

@@ -6,7 +6,8 @@ import { createSocket } from 'node:dgram';
 import { ffmpegRtpSource, freeUdpPort, type LaunchedChromium, launchChromium } from '@svc/testkit';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Fleet, startFleet, videoChannel } from './support/fleet.js';
+import { videoChannel } from './support/channels.js';
+import { type Fleet, startFleet } from './support/fleet.js';
 
 let chromium: LaunchedChromium;
 let fleet: Fleet;

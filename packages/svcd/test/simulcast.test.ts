@@ -24,6 +24,7 @@ import { followLayers } from '../src/serve.js';
 import { VideoChannel } from '../src/video-channel.js';
 import type { PaintedSize, WatchResult } from './fixtures/pilot-page.js';
 import { useBrowserFleet } from './support/browser-fleet.js';
+import { twoLayerVideoChannel } from './support/channels.js';
 
 const LOW = { name: 'low', width: 160, height: 120, bitrateKbps: 150 };
 const HIGH = { name: 'high', width: 320, height: 240, bitrateKbps: 600 };
@@ -80,18 +81,7 @@ async function simulcastChannel(publisher: { answer: boolean; gopFrames: number 
       '[agent]',
       'robot_id = "r1"',
       'signal_url = "wss://cloud.example/ws"',
-      '[[channel]]',
-      'kind = "video"',
-      'name = "front"',
-      'codec = "avc1.42c00d"',
-      'fps = 30',
-      '[[channel.layer]]',
-      `name = "${LOW.name}"`,
-      `input = "rtp://127.0.0.1:${lowPort}"`,
-      '[[channel.layer]]',
-      `name = "${HIGH.name}"`,
-      `input = "rtp://127.0.0.1:${highPort}"`,
-      'min_bitrate_kbps = 500',
+      ...twoLayerVideoChannel({ lowPort, highPort, highMinBitrateKbps: 500 }),
     ].join('\n'),
   );
   const logger = memoryLogger();
@@ -303,20 +293,10 @@ describe('simulcast end to end (real svcd, the pilot in Chromium)', () => {
   it('the pilot keeps painting when the forwarded layer switches to a larger picture', async () => {
     // Two publishers, one per layer, so the test decides when the high layer appears.
     const [lowPort, highPort] = [await freeUdpPort(), await freeUdpPort()];
-    const robot = await t.fleet.robot('simulcast', [
-      '[[channel]]',
-      'kind = "video"',
-      'name = "front"',
-      'codec = "avc1.42c00d"',
-      'fps = 30',
-      '[[channel.layer]]',
-      'name = "low"',
-      `input = "rtp://127.0.0.1:${lowPort}"`,
-      '[[channel.layer]]',
-      'name = "high"',
-      `input = "rtp://127.0.0.1:${highPort}"`,
-      'min_bitrate_kbps = 500',
-    ]);
+    const robot = await t.fleet.robot(
+      'simulcast',
+      twoLayerVideoChannel({ lowPort, highPort, highMinBitrateKbps: 500 }),
+    );
     t.defer(() => robot.remove());
     const start = (layer: typeof LOW, port: number): Promise<RunningPublisher> =>
       startPublisher({ layers: [{ ...layer, port }], gopFrames: 300 });

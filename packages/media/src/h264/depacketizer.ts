@@ -4,6 +4,7 @@ import {
   type NalDepacketizerOptions,
   NalRole,
   NalUnitDepacketizer,
+  nalRoleTable,
   SliceFlag,
 } from '../nal-depacketizer.js';
 import { H264NalType, h264ParameterSetId, h264SliceHeader, isH264BSliceType } from './sps.js';
@@ -18,20 +19,24 @@ export const H264PayloadType = {
   fuB: 29,
 } as const;
 
-const H264_ROLES = (() => {
-  const roles = new Uint8Array(32);
-  roles[H264NalType.nonIdrSlice] = NalRole.slice;
-  roles[H264NalType.idrSlice] = NalRole.randomAccessSlice;
-  roles[H264NalType.sps] = NalRole.sequenceParameterSet;
-  roles[H264NalType.pps] = NalRole.pictureParameterSet;
-  roles[H264NalType.accessUnitDelimiter] = NalRole.delimiter;
-  return roles;
-})();
-
 const H264_DESCRIPTION: NalCodecDescription = {
   name: 'H.264',
-  roles: H264_ROLES,
+  roles: nalRoleTable(32, [
+    [H264NalType.nonIdrSlice, NalRole.slice],
+    [H264NalType.idrSlice, NalRole.randomAccessSlice],
+    [H264NalType.sps, NalRole.sequenceParameterSet],
+    [H264NalType.pps, NalRole.pictureParameterSet],
+    [H264NalType.accessUnitDelimiter, NalRole.delimiter],
+  ]),
   requiredParameterSets: 0b110,
+  aggregationType: H264PayloadType.stapA,
+  fragmentationType: H264PayloadType.fuA,
+  unsupportedTypes: new Map([
+    [H264PayloadType.stapB, 'stap-b'],
+    [H264PayloadType.mtap16, 'mtap16'],
+    [H264PayloadType.mtap24, 'mtap24'],
+    [H264PayloadType.fuB, 'fu-b'],
+  ]),
 };
 
 /** Options of {@link H264Depacketizer}. */
@@ -70,48 +75,26 @@ export class H264Depacketizer extends NalUnitDepacketizer {
     this.seedParameterSets(options.parameterSets ?? []);
   }
 
-  protected override parsePayload(payload: Uint8Array): void {
+  protected override payloadTypeOf(payload: Uint8Array): number | undefined {
     if (payload.length === 0) {
       this.malformed('empty payload');
-      return;
+      return undefined;
     }
     const header = payload[0]!;
     if ((header & 0x80) !== 0) {
       this.malformed('forbidden_zero_bit set');
-      return;
+      return undefined;
     }
     const type = header & 0x1f;
     if (type === 0) {
       this.malformed('NAL unit type 0');
-      return;
+      return undefined;
     }
-    if (type <= 23) {
-      this.pushNal(type, payload);
-      return;
-    }
-    switch (type) {
-      case H264PayloadType.stapA:
-        this.parseStapA(payload);
-        return;
-      case H264PayloadType.fuA:
-        this.parseFuA(payload);
-        return;
-      case H264PayloadType.stapB:
-        this.unsupported('stap-b');
-        return;
-      case H264PayloadType.mtap16:
-        this.unsupported('mtap16');
-        return;
-      case H264PayloadType.mtap24:
-        this.unsupported('mtap24');
-        return;
-      case H264PayloadType.fuB:
-        this.unsupported('fu-b');
-        return;
-      default:
-        this.ignoreUnknown(type);
-        return;
-    }
+    return type;
+  }
+
+  protected override parseSingle(type: number, payload: Uint8Array): void {
+    this.pushNal(type, payload);
   }
 
   protected override parameterSetId(_kind: number, nal: Uint8Array): number | undefined {
@@ -133,8 +116,8 @@ export class H264Depacketizer extends NalUnitDepacketizer {
     return header & 0x1f;
   }
 
-  /** Checks every size first, so a truncated STAP-A contributes nothing. */
-  private parseStapA(payload: Uint8Array): void {
+  /** STAP-A. Checks every size first, so a truncated STAP-A contributes nothing. */
+  protected override parseAggregation(payload: Uint8Array): void {
     for (let pass = 0; pass < 2; pass++) {
       let offset = 1;
       while (offset < payload.length) {
@@ -164,7 +147,8 @@ export class H264Depacketizer extends NalUnitDepacketizer {
     }
   }
 
-  private parseFuA(payload: Uint8Array): void {
+  /** FU-A: one fragment of a NAL unit; the first rebuilds the NAL unit header. */
+  protected override parseFragment(payload: Uint8Array): void {
     if (payload.length < 2) {
       this.malformed('FU-A without FU header');
       return;

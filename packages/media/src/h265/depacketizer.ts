@@ -5,6 +5,7 @@ import {
   type NalDepacketizerOptions,
   NalRole,
   NalUnitDepacketizer,
+  nalRoleTable,
   ParameterSetKind,
   SliceFlag,
 } from '../nal-depacketizer.js';
@@ -40,23 +41,20 @@ const DOND_SIZE = 1;
 const SIZE_FIELD = 2;
 const FU_HEADER_SIZE = 1;
 
-const H265_ROLES = (() => {
-  const roles = new Uint8Array(64);
-  for (let type = 0; type <= H265NalType.vclLast; type++) roles[type] = NalRole.slice;
-  for (let type = H265NalType.blaWLp; type <= H265NalType.irapLast; type++) {
-    roles[type] = NalRole.randomAccessSlice;
-  }
-  roles[H265NalType.vps] = NalRole.videoParameterSet;
-  roles[H265NalType.sps] = NalRole.sequenceParameterSet;
-  roles[H265NalType.pps] = NalRole.pictureParameterSet;
-  roles[H265NalType.accessUnitDelimiter] = NalRole.delimiter;
-  return roles;
-})();
-
 const H265_DESCRIPTION: NalCodecDescription = {
   name: 'H.265',
-  roles: H265_ROLES,
+  roles: nalRoleTable(64, [
+    [[0, H265NalType.vclLast], NalRole.slice],
+    [[H265NalType.blaWLp, H265NalType.irapLast], NalRole.randomAccessSlice],
+    [H265NalType.vps, NalRole.videoParameterSet],
+    [H265NalType.sps, NalRole.sequenceParameterSet],
+    [H265NalType.pps, NalRole.pictureParameterSet],
+    [H265NalType.accessUnitDelimiter, NalRole.delimiter],
+  ]),
   requiredParameterSets: 0b111,
+  aggregationType: H265PayloadType.aggregationPacket,
+  fragmentationType: H265PayloadType.fragmentationUnit,
+  unsupportedTypes: new Map([[H265PayloadType.paci, 'paci']]),
 };
 
 /**
@@ -102,30 +100,10 @@ export class H265Depacketizer extends NalUnitDepacketizer {
     if (hard) this.pictureParameterSets.clear();
   }
 
-  protected override parsePayload(payload: Uint8Array): void {
+  protected override payloadTypeOf(payload: Uint8Array): number | undefined {
     const type = this.nalTypeOf(payload);
-    if (type === undefined) {
-      this.malformed('invalid payload header');
-      return;
-    }
-    if (type < H265PayloadType.aggregationPacket) {
-      this.parseSingle(type, payload);
-      return;
-    }
-    switch (type) {
-      case H265PayloadType.aggregationPacket:
-        this.parseAggregation(payload);
-        return;
-      case H265PayloadType.fragmentationUnit:
-        this.parseFragment(payload);
-        return;
-      case H265PayloadType.paci:
-        this.unsupported('paci');
-        return;
-      default:
-        this.ignoreUnknown(type);
-        return;
-    }
+    if (type === undefined) this.malformed('invalid payload header');
+    return type;
   }
 
   /** Also keeps each PPS's slice header fields, for {@link inspectSlice}. */
@@ -155,7 +133,7 @@ export class H265Depacketizer extends NalUnitDepacketizer {
     return (first >>> 1) & 0x3f;
   }
 
-  private parseSingle(type: number, payload: Uint8Array): void {
+  protected override parseSingle(type: number, payload: Uint8Array): void {
     if (!this.donlPresent) {
       this.pushNal(type, payload);
       return;
@@ -170,7 +148,7 @@ export class H265Depacketizer extends NalUnitDepacketizer {
   }
 
   /** Checks every unit first, so a truncated AP contributes nothing. */
-  private parseAggregation(payload: Uint8Array): void {
+  protected override parseAggregation(payload: Uint8Array): void {
     for (let pass = 0; pass < 2; pass++) {
       let offset = PAYLOAD_HEADER_SIZE;
       let units = 0;
@@ -203,7 +181,7 @@ export class H265Depacketizer extends NalUnitDepacketizer {
     }
   }
 
-  private parseFragment(payload: Uint8Array): void {
+  protected override parseFragment(payload: Uint8Array): void {
     if (payload.length < PAYLOAD_HEADER_SIZE + FU_HEADER_SIZE) {
       this.malformed('FU without FU header');
       return;

@@ -1,4 +1,12 @@
-import { Backoff, type Clock, consoleLogger, type Logger, systemClock, TypedEmitter } from '@svc/runtime';
+import {
+  assertTransition,
+  Backoff,
+  type Clock,
+  consoleLogger,
+  type Logger,
+  systemClock,
+  TypedEmitter,
+} from '@svc/runtime';
 import type { ControlChannel, ControlMessage, ControlRole } from '@svc/wire';
 import { isOfferError, type RequestOfferOptions, type RobotOffer, requestOffer } from '../signalling.js';
 import { CANDIDATE_STAGGER_MS, raceCandidates } from './candidates.js';
@@ -17,8 +25,8 @@ import { Session, type Welcome } from './session.js';
 import {
   type Attempt,
   attemptOf,
+  CONNECTION_MOVES,
   type ConnectionState,
-  canTransition,
   linkOf,
   type PilotConnectionState,
   publicState,
@@ -38,7 +46,7 @@ const STABLE_SESSION_MS = 10_000;
  * drops.
  *
  * Its life cycle is one {@link ConnectionState}; every change goes through one transition that
- * checks it against {@link canTransition}. Network events that come for a state it has left (a
+ * checks it against {@link CONNECTION_MOVES}. Network events that come for a state it has left (a
  * datagram, a control line or a transport's close after `close()` or after a reconnect) are
  * ignored and counted in {@link PilotConnectionStats.lateEvents}.
  */
@@ -248,12 +256,12 @@ export class PilotConnection {
   /**
    * The one place the state changes: checks the transition, releases what the old state held and
    * the new one does not, and tells the listeners when the name pages see changes or has news.
+   *
+   * @throws {TypeError} on a move {@link CONNECTION_MOVES} does not have (a bug in this class).
    */
   #transition(next: ConnectionState): void {
     const from = this.#state;
-    if (!canTransition(from.kind, next.kind)) {
-      throw new TypeError(`PilotConnection cannot go from ${from.kind} to ${next.kind}`);
-    }
+    assertTransition('PilotConnection', CONNECTION_MOVES, from.kind, next.kind);
     this.#release(from, next);
     this.#state = next;
     const name = publicState(next);

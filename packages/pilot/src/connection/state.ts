@@ -1,4 +1,4 @@
-import type { TimerHandle } from '@svc/runtime';
+import type { TimerHandle, TransitionTable } from '@svc/runtime';
 import type { Link } from './link.js';
 import type { RobotAddress } from './options.js';
 import type { Session } from './session.js';
@@ -66,34 +66,22 @@ export type ConnectionState =
 export type ConnectionStateKind = ConnectionState['kind'];
 
 /**
- * Whether the machine may go from `from` to `to`: the one table of transitions. `closed` and
+ * The connection's life cycle, the one table of its moves: where each state may go. `closed` and
  * `denied` are final; a step of an attempt may always fail into `reconnecting`, `closed` or
  * (where the robot or the token can refuse) `denied`.
  */
-export function canTransition(from: ConnectionStateKind, to: ConnectionStateKind): boolean {
-  switch (from) {
-    case 'idle':
-      return to === 'offering' || to === 'closed';
-    case 'offering':
-      return to === 'dialing' || to === 'reconnecting' || to === 'closed' || to === 'denied';
-    case 'dialing':
-      // Nothing refuses during the race: a refusal comes with the offer or on the control stream.
-      return to === 'handshaking' || to === 'reconnecting' || to === 'closed';
-    case 'handshaking':
-      return to === 'starting' || to === 'reconnecting' || to === 'closed' || to === 'denied';
-    case 'starting':
-      return to === 'connected' || to === 'reconnecting' || to === 'closed' || to === 'denied';
-    case 'connected':
-      return to === 'reconnecting' || to === 'closed' || to === 'denied';
-    case 'reconnecting':
-      return to === 'offering' || to === 'closed';
-    case 'closed':
-    case 'denied':
-      return false;
-    default:
-      return from satisfies never;
-  }
-}
+export const CONNECTION_MOVES: TransitionTable<ConnectionStateKind> = {
+  idle: ['offering', 'closed'],
+  offering: ['dialing', 'reconnecting', 'closed', 'denied'],
+  // Nothing refuses during the race: a refusal comes with the offer or on the control stream.
+  dialing: ['handshaking', 'reconnecting', 'closed'],
+  handshaking: ['starting', 'reconnecting', 'closed', 'denied'],
+  starting: ['connected', 'reconnecting', 'closed', 'denied'],
+  connected: ['reconnecting', 'closed', 'denied'],
+  reconnecting: ['offering', 'closed'],
+  closed: [],
+  denied: [],
+};
 
 /** The name pages see for a state. */
 export function publicState(state: ConnectionState): PilotConnectionState {

@@ -12,23 +12,12 @@ export const VIDEO_MESSAGE_ATTRIBUTE = 'data-svc-video-message';
  * @returns The overlay element.
  */
 export function showVideoMessage(container: HTMLElement, text: string): HTMLElement {
-  return showMarked(container, VIDEO_MESSAGE_ATTRIBUTE, text, {
-    position: 'absolute',
-    inset: '0',
-    zIndex: '1',
-    display: 'flex',
-    alignItems: 'center',
-    justifyContent: 'center',
-    boxSizing: 'border-box',
-    padding: '1em',
-    margin: '0',
-    overflow: 'auto',
-    background: 'rgba(24, 26, 32, 0.92)',
-    color: '#ffffff',
-    font: '500 16px/1.4 system-ui, sans-serif',
-    textAlign: 'center',
-    overflowWrap: 'anywhere',
-  });
+  return showMarked(
+    container,
+    VIDEO_MESSAGE_ATTRIBUTE,
+    text,
+    'inset: 0; display: flex; align-items: center; justify-content: center; box-sizing: border-box; padding: 1em; margin: 0; overflow: auto; background: rgba(24, 26, 32, 0.92); font: 500 16px/1.4 system-ui, sans-serif; text-align: center; overflow-wrap: anywhere',
+  );
 }
 
 /** Removes the message {@link showVideoMessage} put on `container`, if any. */
@@ -47,18 +36,12 @@ export const VIDEO_BADGE_ATTRIBUTE = 'data-svc-video-badge';
  * @returns The badge element.
  */
 export function showVideoBadge(container: HTMLElement, text: string): HTMLElement {
-  return showMarked(container, VIDEO_BADGE_ATTRIBUTE, text, {
-    position: 'absolute',
-    top: '0.5em',
-    left: '0.5em',
-    zIndex: '1',
-    padding: '0.2em 0.6em',
-    borderRadius: '0.3em',
-    background: 'rgba(170, 30, 30, 0.85)',
-    color: '#ffffff',
-    font: '600 13px/1.3 system-ui, sans-serif',
-    maxWidth: 'calc(100% - 1em)',
-  });
+  return showMarked(
+    container,
+    VIDEO_BADGE_ATTRIBUTE,
+    text,
+    'top: 0.5em; left: 0.5em; padding: 0.2em 0.6em; border-radius: 0.3em; background: rgba(170, 30, 30, 0.85); font: 600 13px/1.3 system-ui, sans-serif; max-width: calc(100% - 1em)',
+  );
 }
 
 /** Removes the badge {@link showVideoBadge} put on `container`, if any. */
@@ -74,23 +57,19 @@ function findMarked(container: HTMLElement, attribute: string): HTMLElement | nu
 }
 
 /**
- * Shows `text` in the element marked with `attribute` over `container`, made with `style` the
- * first time (`role="status"`, announced politely). A `static` container is made `relative` so
- * the element can be placed over it.
+ * Shows `text` in the element marked with `attribute` over `container`, made the first time:
+ * white text, absolutely placed above the picture, with the declarations `css` for the rest (`role="status"`,
+ * announced politely). A `static` container is made `relative` so the element can be placed over
+ * it.
  */
-function showMarked(
-  container: HTMLElement,
-  attribute: string,
-  text: string,
-  style: Partial<CSSStyleDeclaration>,
-): HTMLElement {
+function showMarked(container: HTMLElement, attribute: string, text: string, css: string): HTMLElement {
   let element = findMarked(container, attribute);
   if (element === null) {
     element = container.ownerDocument.createElement('div');
     element.setAttribute(attribute, '');
     element.setAttribute('role', 'status');
     element.setAttribute('aria-live', 'polite');
-    Object.assign(element.style, style);
+    element.style.cssText = `position: absolute; z-index: 1; color: #ffffff; ${css}`;
     const view = container.ownerDocument.defaultView;
     if (view !== null && view.getComputedStyle(container).position === 'static') {
       container.style.position = 'relative';

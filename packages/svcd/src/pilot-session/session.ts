@@ -1,5 +1,5 @@
 import type { AbrSample, QosProfile, QosProfileName } from '@svc/qos';
-import { type Clock, type Logger, safeCall } from '@svc/runtime';
+import { assertTransition, type Clock, type Logger, safeCall } from '@svc/runtime';
 import type { Session, SessionCloseInfo } from '@svc/transport';
 import {
   ControlLineReader,
@@ -25,7 +25,7 @@ import type {
 } from '../session-registry.js';
 import type { VideoChannel } from '../video-channel.js';
 import { endMessage, welcomeFor } from './control.js';
-import { assertPilotSessionTransition, type PilotSessionState } from './state.js';
+import { PILOT_SESSION_MOVES, type PilotSessionState } from './state.js';
 import { VideoSend } from './video-send.js';
 
 /** Options of {@link PilotSession}. */
@@ -210,7 +210,7 @@ export class PilotSession implements SessionQosProbe {
   }
 
   /**
-   * The one place the state changes: checks the move ({@link assertPilotSessionTransition}),
+   * The one place the state changes: checks the move ({@link PILOT_SESSION_MOVES}),
    * releases what the old state held and the new one does not (subscriptions, timers, the send
    * queue, the registry's entry), and logs the move.
    *
@@ -218,7 +218,7 @@ export class PilotSession implements SessionQosProbe {
    */
   #transition(next: PilotSessionState): void {
     const previous = this.#state;
-    assertPilotSessionTransition(previous.kind, next.kind);
+    assertTransition('PilotSession', PILOT_SESSION_MOVES, previous.kind, next.kind);
     this.#state = next;
     if (previous.kind === 'active') {
       this.#clock.clearInterval(previous.statsTimer);

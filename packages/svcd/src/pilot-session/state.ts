@@ -3,7 +3,7 @@
  * only what is valid in it (the admitted session and its subscriptions while active, the close
  * timer while closing).
  */
-import type { TimerHandle } from '@svc/runtime';
+import type { TimerHandle, TransitionTable } from '@svc/runtime';
 import type { CommandInbox } from '../command-channel.js';
 import type { AcceptedGrant, OpenSession } from '../session-registry.js';
 import type { VideoSend } from './video-send.js';
@@ -43,27 +43,14 @@ export type PilotSessionState =
     }
   | { readonly kind: 'closed'; readonly reason: string };
 
-/** The states each state may be entered from. */
-export const PILOT_SESSION_TRANSITIONS: {
-  readonly [K in PilotSessionState['kind']]: readonly PilotSessionState['kind'][];
-} = Object.freeze({
-  'awaiting-hello': [],
-  authorizing: ['awaiting-hello'],
-  active: ['authorizing'],
-  closing: ['awaiting-hello', 'authorizing', 'active'],
-  closed: ['awaiting-hello', 'authorizing', 'active', 'closing'],
-});
-
 /**
- * Checks one move of the life cycle against {@link PILOT_SESSION_TRANSITIONS}.
- *
- * @throws {TypeError} naming both states when the life cycle has no such move.
+ * The life cycle's moves: where each state may go. `closing` follows a refusal (`denied`) or a
+ * revocation (`bye`); every state but `closed` ends when the transport session closes.
  */
-export function assertPilotSessionTransition(
-  from: PilotSessionState['kind'],
-  to: PilotSessionState['kind'],
-): void {
-  if (!PILOT_SESSION_TRANSITIONS[to].includes(from)) {
-    throw new TypeError(`pilot session: no transition from ${from} to ${to}`);
-  }
-}
+export const PILOT_SESSION_MOVES: TransitionTable<PilotSessionState['kind']> = {
+  'awaiting-hello': ['authorizing', 'closing', 'closed'],
+  authorizing: ['active', 'closing', 'closed'],
+  active: ['closing', 'closed'],
+  closing: ['closed'],
+  closed: [],
+};

@@ -4,6 +4,7 @@
  * pilots reach the robot, reports sessions, and hears about sessions the cloud opens or revokes.
  */
 import {
+  assertTransition,
   Backoff,
   type Clock,
   type Logger,
@@ -30,10 +31,10 @@ import WebSocket from 'ws';
 import { AnnounceBuilder, type AnnounceState, type SignallingSession } from './announce.js';
 import { closeMeaning, describeError, errorName, OPERATOR_DENIALS, remedyFor } from './remedies.js';
 import {
-  assertSignallingTransition,
   type ConnectionEnd,
   type ConnectionState,
   publicState,
+  SIGNALLING_MOVES,
   type SignallingState,
   socketOf,
   timerOf,
@@ -222,7 +223,7 @@ export class SignallingClient {
   }
 
   /**
-   * The one place the state changes: checks the move ({@link assertSignallingTransition}),
+   * The one place the state changes: checks the move ({@link SIGNALLING_MOVES}),
    * releases what the old state held and the new one does not (its timer, its socket's
    * listeners), and tells the daemon.
    *
@@ -230,7 +231,7 @@ export class SignallingClient {
    */
   #transition(next: ConnectionState): void {
     const previous = this.#state;
-    assertSignallingTransition(previous.kind, next.kind);
+    assertTransition('SignallingClient', SIGNALLING_MOVES, previous.kind, next.kind);
     this.#state = next;
     const timer = timerOf(previous);
     if (timer !== undefined && timer !== timerOf(next)) this.#clock.clearTimeout(timer);

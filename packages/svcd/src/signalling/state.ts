@@ -3,7 +3,7 @@
  * carries only what is valid in it (the socket while there is one, the handshake timer while the
  * handshake runs, the heartbeat bookkeeping while online, the retry timer while waiting).
  */
-import type { TimerHandle } from '@svc/runtime';
+import type { TimerHandle, TransitionTable } from '@svc/runtime';
 import type { DenialReason } from '@svc/wire';
 import type WebSocket from 'ws';
 
@@ -88,31 +88,18 @@ export type ConnectionState =
   | { readonly kind: 'stopped' };
 
 /**
- * The states each state may be entered from. `backoff` follows itself (and `denied`) when the
- * WebSocket class refuses the URL outright, before any connection exists.
+ * The life cycle's moves: where each state may go. `backoff` follows itself (and `denied`) when
+ * the WebSocket class refuses the URL outright, before any connection exists.
  */
-export const SIGNALLING_TRANSITIONS: {
-  readonly [K in ConnectionState['kind']]: readonly ConnectionState['kind'][];
-} = Object.freeze({
-  idle: [],
-  connecting: ['idle', 'backoff', 'denied'],
-  authenticating: ['connecting'],
-  online: ['authenticating'],
-  backoff: ['idle', 'connecting', 'authenticating', 'online', 'backoff', 'denied'],
-  denied: ['connecting', 'authenticating', 'online'],
-  stopped: ['idle', 'connecting', 'authenticating', 'online', 'backoff', 'denied'],
-});
-
-/**
- * Checks one move of the life cycle against {@link SIGNALLING_TRANSITIONS}.
- *
- * @throws {TypeError} naming both states when the life cycle has no such move.
- */
-export function assertSignallingTransition(from: ConnectionState['kind'], to: ConnectionState['kind']): void {
-  if (!SIGNALLING_TRANSITIONS[to].includes(from)) {
-    throw new TypeError(`signalling client: no transition from ${from} to ${to}`);
-  }
-}
+export const SIGNALLING_MOVES: TransitionTable<ConnectionState['kind']> = {
+  idle: ['connecting', 'backoff', 'stopped'],
+  connecting: ['authenticating', 'backoff', 'denied', 'stopped'],
+  authenticating: ['online', 'backoff', 'denied', 'stopped'],
+  online: ['backoff', 'denied', 'stopped'],
+  backoff: ['connecting', 'backoff', 'stopped'],
+  denied: ['connecting', 'backoff', 'stopped'],
+  stopped: [],
+};
 
 /** The socket a state holds, if any. */
 export function socketOf(state: ConnectionState): WebSocket | undefined {

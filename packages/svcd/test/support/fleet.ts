@@ -126,15 +126,3 @@ export async function startFleet(): Promise<Fleet> {
     },
   };
 }
-
-/** `[[channel]]` lines of one video channel called `front`. */
-export function videoChannel(input: string, codec: string): string[] {
-  return [
-    '[[channel]]',
-    'kind = "video"',
-    'name = "front"',
-    `input = "${input}"`,
-    `codec = "${codec}"`,
-    'fps = 30',
-  ];
-}

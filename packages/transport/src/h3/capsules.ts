@@ -1,6 +1,15 @@
 import { TransportError } from '../errors.js';
-import { VarintCollector } from './collector.js';
-import { readVarint, readVarintId, varintLength, writeVarint } from './varint.js';
+import {
+  copyInto,
+  readTlvVarint,
+  TLV,
+  TlvReader,
+  type TlvValueAction,
+  tlvByteLength,
+  tlvValue,
+  writeTlvHeader,
+} from './tlv.js';
+import { readVarint, readVarintId } from './varint.js';
 
 /** Capsule types (RFC 9297 §3.5, draft-ietf-webtrans-http3) this library understands. */
 export const CAPSULE_TYPE = {
@@ -27,20 +36,12 @@ export type Capsule =
 const utf8 = new TextEncoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
-function capsuleTypeOf(value: Capsule): number {
-  switch (value.type) {
-    case 'datagram':
-      return CAPSULE_TYPE.DATAGRAM;
-    case 'close-session':
-      return CAPSULE_TYPE.CLOSE_WEBTRANSPORT_SESSION;
-    case 'drain-session':
-      return CAPSULE_TYPE.DRAIN_WEBTRANSPORT_SESSION;
-    default: {
-      const unreachable: never = value;
-      throw new TypeError(`unknown capsule ${JSON.stringify(unreachable)}`);
-    }
-  }
-}
+/** The capsule type of each capsule variant. */
+const CAPSULE_TYPE_OF: { readonly [T in Capsule['type']]: number } = {
+  datagram: CAPSULE_TYPE.DATAGRAM,
+  'close-session': CAPSULE_TYPE.CLOSE_WEBTRANSPORT_SESSION,
+  'drain-session': CAPSULE_TYPE.DRAIN_WEBTRANSPORT_SESSION,
+};
 
 /** The capsule's value bytes; `TypeError` for an out-of-range code or an over-long reason. */
 function capsuleValue(value: Capsule): Uint8Array {
@@ -72,7 +73,8 @@ function capsuleValue(value: Capsule): Uint8Array {
 }
 
 /**
- * Capsule layout (RFC 9297 §3.2), carried in the DATA frames of a WebTransport CONNECT stream:
+ * Capsule layout (RFC 9297 §3.2), carried in the DATA frames of a WebTransport CONNECT stream (the
+ * record layout of `tlv.ts`, shared with HTTP/3 frames):
  *
  * ```text
  * Capsule {
@@ -90,19 +92,14 @@ function capsuleValue(value: Capsule): Uint8Array {
 export const capsule = {
   /** Bytes the whole capsule takes. */
   byteLength(value: Capsule): number {
-    const length = capsuleValue(value).length;
-    return varintLength(capsuleTypeOf(value)) + varintLength(length) + length;
+    return tlvByteLength(CAPSULE_TYPE_OF[value.type], capsuleValue(value).length);
   },
 
   /** Writes the capsule at `offset`; returns the bytes written. `TypeError` when it does not fit. */
   encodeInto(view: DataView, offset: number, value: Capsule): number {
     const bytes = capsuleValue(value);
-    let at = offset + writeVarint(view, offset, capsuleTypeOf(value));
-    at += writeVarint(view, at, bytes.length);
-    if (at + bytes.length > view.byteLength) {
-      throw new TypeError(`capsule value of ${bytes.length} bytes does not fit at offset ${at}`);
-    }
-    new Uint8Array(view.buffer, view.byteOffset + at, bytes.length).set(bytes);
+    const at = writeTlvHeader(view, offset, CAPSULE_TYPE_OF[value.type], bytes.length, TLV.capsule);
+    copyInto(view, at, bytes);
     return at + bytes.length - offset;
   },
 
@@ -113,16 +110,10 @@ export const capsule = {
    */
   decode(bytes: Uint8Array, offset = 0, end = bytes.length): { value: Capsule | undefined; bytes: number } {
     const view = bytes.subarray(offset, end);
-    const type = readCapsuleVarint(view, 0, 'type', readVarintId);
-    const length = readCapsuleVarint(view, type.bytes, 'length', readVarint);
+    const type = readTlvVarint(view, 0, 'type', readVarintId, TLV.capsule);
+    const length = readTlvVarint(view, type.bytes, 'length', readVarint, TLV.capsule);
     const start = type.bytes + length.bytes;
-    if (length.value > view.length - start) {
-      throw new TransportError(
-        'capsule-error',
-        `capsule of type 0x${type.value.toString(16)} announces ${length.value} bytes, ${view.length - start} left`,
-      );
-    }
-    const value = view.subarray(start, start + length.value);
+    const value = tlvValue(view, type.value, start, length.value, TLV.capsule);
     return { value: parseCapsule(type.value, value), bytes: start + length.value };
   },
 } as const;
@@ -132,19 +123,6 @@ export function encodeCapsule(value: Capsule): Uint8Array {
   const out = new Uint8Array(capsule.byteLength(value));
   capsule.encodeInto(new DataView(out.buffer), 0, value);
   return out;
-}
-
-function readCapsuleVarint(
-  bytes: Uint8Array,
-  offset: number,
-  field: string,
-  read: (bytes: Uint8Array, offset: number) => { value: number; bytes: number },
-): { value: number; bytes: number } {
-  try {
-    return read(bytes, offset);
-  } catch (error) {
-    throw new TransportError('capsule-error', `capsule ${field} is truncated or too large`, { cause: error });
-  }
 }
 
 /** Largest value each known capsule type may have (`undefined`: unknown, skipped unbuffered). */
@@ -214,114 +192,34 @@ export interface CapsuleReaderOptions {
  * (the draft asks for the stream to be reset with H3_MESSAGE_ERROR). After a throw the reader is
  * spent.
  */
-export class CapsuleReader {
+export class CapsuleReader extends TlvReader<Capsule> {
   readonly #maxDatagram: number;
-  readonly #type = new VarintCollector();
-  readonly #length = new VarintCollector();
-  #state: 'header' | 'buffer' | 'skip' | 'closed' | 'failed' = 'header';
-  #capsuleType = 0;
-  #remaining = 0;
-  #buffer: Uint8Array = new Uint8Array(0);
-  #filled = 0;
 
   /** A reader for one CONNECT stream; `TypeError` for a negative or fractional limit. */
   constructor(options: CapsuleReaderOptions = {}) {
+    super(TLV.capsule);
     this.#maxDatagram = options.maxDatagramPayload ?? DEFAULT_MAX_CAPSULE_PAYLOAD;
     if (!Number.isSafeInteger(this.#maxDatagram) || this.#maxDatagram < 0) {
       throw new TypeError(`maxDatagramPayload = ${this.#maxDatagram} must be a non-negative integer`);
     }
   }
 
-  /** Takes the next stream bytes; returns the capsules they complete, in order. */
-  push(chunk: Uint8Array): Capsule[] {
-    if (this.#state === 'failed') throw new TransportError('closed', 'capsule reader failed earlier');
-    try {
-      return this.#push(chunk);
-    } catch (error) {
-      this.#state = 'failed';
-      throw error;
-    }
-  }
-
-  /** Declares the end of the stream; `capsule-error` when it ends inside a capsule (RFC 9297 §3.3). */
-  end(): void {
-    if (this.#state === 'failed') throw new TransportError('closed', 'capsule reader failed earlier');
-    if (this.#state === 'closed') return;
-    if (this.#state !== 'header' || this.#type.started) {
-      this.#state = 'failed';
-      throw new TransportError('capsule-error', 'stream ended inside a capsule');
-    }
-  }
-
-  #push(chunk: Uint8Array): Capsule[] {
-    const out: Capsule[] = [];
-    let offset = 0;
-    while (offset < chunk.length) {
-      switch (this.#state) {
-        case 'header':
-          offset = this.#readHeader(chunk, offset, out);
-          break;
-        case 'skip': {
-          const count = Math.min(this.#remaining, chunk.length - offset);
-          offset += count;
-          this.#remaining -= count;
-          if (this.#remaining === 0) this.#state = 'header';
-          break;
-        }
-        case 'buffer': {
-          const count = Math.min(this.#buffer.length - this.#filled, chunk.length - offset);
-          this.#buffer.set(chunk.subarray(offset, offset + count), this.#filled);
-          this.#filled += count;
-          offset += count;
-          if (this.#filled === this.#buffer.length) this.#finish(out);
-          break;
-        }
-        case 'closed':
-          throw new TransportError('capsule-error', 'data after CLOSE_WEBTRANSPORT_SESSION');
-        case 'failed':
-          throw new TransportError('closed', 'capsule reader failed earlier');
-        default: {
-          const unreachable: never = this.#state;
-          throw new TypeError(`unknown reader state ${String(unreachable)}`);
-        }
-      }
-    }
-    return out;
-  }
-
-  #readHeader(chunk: Uint8Array, offset: number, out: Capsule[]): number {
-    let at = offset;
-    if (!this.#type.done) at = this.#type.take(chunk, at);
-    if (this.#type.done && !this.#length.done) at = this.#length.take(chunk, at);
-    if (!this.#length.done) return at;
-    const type = readVarintId(this.#type.bytes(), 0).value;
-    const length = readCapsuleVarint(this.#length.bytes(), 0, 'length', readVarint).value;
-    this.#type.reset();
-    this.#length.reset();
+  protected override onHeader(type: number, length: number): TlvValueAction {
     const limit = valueLimit(type, this.#maxDatagram);
-    if (limit === undefined) {
-      this.#remaining = length;
-      this.#state = length === 0 ? 'header' : 'skip';
-      return at;
-    }
-    if (length > limit) {
-      throw new TransportError(
-        'capsule-error',
-        `capsule of type 0x${type.toString(16)} announces ${length} bytes, more than the ${limit} allowed`,
-      );
-    }
-    this.#capsuleType = type;
-    this.#buffer = new Uint8Array(length);
-    this.#filled = 0;
-    this.#state = 'buffer';
-    if (length === 0) this.#finish(out);
-    return at;
+    if (limit === undefined) return 'skip';
+    this.checkLength(type, length, limit);
+    return 'buffer';
   }
 
-  #finish(out: Capsule[]): void {
-    const value = parseCapsule(this.#capsuleType, this.#buffer);
-    this.#buffer = new Uint8Array(0);
-    this.#state = value?.type === 'close-session' ? 'closed' : 'header';
-    if (value !== undefined) out.push(value);
+  protected override onValue(type: number, value: Uint8Array, out: Capsule[]): 'header' | 'raw' {
+    const parsed = parseCapsule(type, value);
+    if (parsed === undefined) return 'header';
+    out.push(parsed);
+    // The stream must end after a session close: any further byte is refused in onRaw.
+    return parsed.type === 'close-session' ? 'raw' : 'header';
+  }
+
+  protected override onRaw(): never {
+    throw new TransportError('capsule-error', 'data after CLOSE_WEBTRANSPORT_SESSION');
   }
 }

@@ -1,4 +1,4 @@
-import type { TransportError } from '../errors.js';
+import type { TransportError, TransportErrorCode } from '../errors.js';
 import { isReservedId } from './varint.js';
 
 /**
@@ -36,50 +36,37 @@ export const H3_ERROR = {
 /** One of the {@link H3_ERROR} values. */
 export type H3ErrorCode = (typeof H3_ERROR)[keyof typeof H3_ERROR];
 
+/** The HTTP/3 code each {@link TransportErrorCode} reaches the peer under. */
+const H3_CODE_FOR: { readonly [C in TransportErrorCode]: H3ErrorCode } = {
+  'varint-error': H3_ERROR.FRAME_ERROR,
+  'frame-error': H3_ERROR.FRAME_ERROR,
+  'frame-unexpected': H3_ERROR.FRAME_UNEXPECTED,
+  'missing-settings': H3_ERROR.MISSING_SETTINGS,
+  'settings-error': H3_ERROR.SETTINGS_ERROR,
+  'critical-stream-closed': H3_ERROR.CLOSED_CRITICAL_STREAM,
+  'stream-creation-error': H3_ERROR.STREAM_CREATION_ERROR,
+  'qpack-error': H3_ERROR.QPACK_DECOMPRESSION_FAILED,
+  'qpack-stream-error': H3_ERROR.QPACK_ENCODER_STREAM_ERROR,
+  'capsule-error': H3_ERROR.MESSAGE_ERROR,
+  'message-error': H3_ERROR.MESSAGE_ERROR,
+  'datagram-error': H3_ERROR.DATAGRAM_ERROR,
+  // Local and QUIC-level conditions: nothing the peer did wrong at the HTTP/3 layer.
+  'stream-state': H3_ERROR.INTERNAL_ERROR,
+  'stream-stopped': H3_ERROR.INTERNAL_ERROR,
+  'stream-reset': H3_ERROR.INTERNAL_ERROR,
+  'stream-limit': H3_ERROR.INTERNAL_ERROR,
+  'datagram-too-large': H3_ERROR.INTERNAL_ERROR,
+  'datagram-unavailable': H3_ERROR.INTERNAL_ERROR,
+  'socket-error': H3_ERROR.INTERNAL_ERROR,
+  closed: H3_ERROR.NO_ERROR,
+};
+
 /**
  * The HTTP/3 error code to close the connection (or reset the stream) with after a
  * {@link TransportError} from this library, so each failure reaches the peer under its RFC name.
  */
 export function h3ErrorCodeFor(error: TransportError): H3ErrorCode {
-  switch (error.code) {
-    case 'varint-error':
-    case 'frame-error':
-      return H3_ERROR.FRAME_ERROR;
-    case 'frame-unexpected':
-      return H3_ERROR.FRAME_UNEXPECTED;
-    case 'missing-settings':
-      return H3_ERROR.MISSING_SETTINGS;
-    case 'settings-error':
-      return H3_ERROR.SETTINGS_ERROR;
-    case 'critical-stream-closed':
-      return H3_ERROR.CLOSED_CRITICAL_STREAM;
-    case 'stream-creation-error':
-      return H3_ERROR.STREAM_CREATION_ERROR;
-    case 'qpack-error':
-      return H3_ERROR.QPACK_DECOMPRESSION_FAILED;
-    case 'qpack-stream-error':
-      return H3_ERROR.QPACK_ENCODER_STREAM_ERROR;
-    case 'capsule-error':
-    case 'message-error':
-      return H3_ERROR.MESSAGE_ERROR;
-    case 'datagram-error':
-      return H3_ERROR.DATAGRAM_ERROR;
-    // Local and QUIC-level conditions: nothing the peer did wrong at the HTTP/3 layer.
-    case 'stream-state':
-    case 'stream-stopped':
-    case 'stream-reset':
-    case 'stream-limit':
-    case 'datagram-too-large':
-    case 'datagram-unavailable':
-    case 'socket-error':
-      return H3_ERROR.INTERNAL_ERROR;
-    case 'closed':
-      return H3_ERROR.NO_ERROR;
-    default: {
-      const unreachable: never = error.code;
-      throw new TypeError(`no HTTP/3 code for ${String(unreachable)}`);
-    }
-  }
+  return H3_CODE_FOR[error.code];
 }
 
 /** First HTTP/3 error code of the range that carries WebTransport application error codes. */

@@ -1,6 +1,15 @@
 import { TransportError } from '../errors.js';
-import { VarintCollector } from './collector.js';
 import { type Settings, type SettingsInput, settingsPayload } from './settings.js';
+import {
+  copyInto,
+  readTlvVarint,
+  TLV,
+  TlvReader,
+  type TlvValueAction,
+  tlvByteLength,
+  tlvValue,
+  writeTlvHeader,
+} from './tlv.js';
 import { readVarint, readVarintId, varintLength, writeVarint } from './varint.js';
 
 /** HTTP/3 frame types (RFC 9114 §7.2) this library encodes or decodes. */
@@ -48,26 +57,15 @@ export type OutgoingFrame =
   | Exclude<H3Frame, { readonly type: 'settings' }>
   | { readonly type: 'settings'; readonly settings: SettingsInput };
 
-function frameTypeOf(frame: OutgoingFrame): number {
-  switch (frame.type) {
-    case 'data':
-      return FRAME_TYPE.DATA;
-    case 'headers':
-      return FRAME_TYPE.HEADERS;
-    case 'settings':
-      return FRAME_TYPE.SETTINGS;
-    case 'goaway':
-      return FRAME_TYPE.GOAWAY;
-    case 'max-push-id':
-      return FRAME_TYPE.MAX_PUSH_ID;
-    case 'cancel-push':
-      return FRAME_TYPE.CANCEL_PUSH;
-    default: {
-      const unreachable: never = frame;
-      throw new TypeError(`unknown frame ${JSON.stringify(unreachable)}`);
-    }
-  }
-}
+/** The frame type of each frame variant. */
+const FRAME_TYPE_OF: { readonly [T in OutgoingFrame['type']]: number } = {
+  data: FRAME_TYPE.DATA,
+  headers: FRAME_TYPE.HEADERS,
+  settings: FRAME_TYPE.SETTINGS,
+  goaway: FRAME_TYPE.GOAWAY,
+  'max-push-id': FRAME_TYPE.MAX_PUSH_ID,
+  'cancel-push': FRAME_TYPE.CANCEL_PUSH,
+};
 
 function payloadLength(frame: OutgoingFrame): number {
   switch (frame.type) {
@@ -90,7 +88,8 @@ function payloadLength(frame: OutgoingFrame): number {
 }
 
 /**
- * HTTP/3 frame layout (RFC 9114 §7.1): a type, the payload length, the payload.
+ * HTTP/3 frame layout (RFC 9114 §7.1): a type, the payload length, the payload (the record layout
+ * of `tlv.ts`, shared with capsules).
  *
  * ```text
  * HTTP/3 Frame {
@@ -107,20 +106,13 @@ function payloadLength(frame: OutgoingFrame): number {
 export const h3Frame = {
   /** Bytes the whole frame takes. */
   byteLength(frame: OutgoingFrame): number {
-    const length = payloadLength(frame);
-    return varintLength(frameTypeOf(frame)) + varintLength(length) + length;
+    return tlvByteLength(FRAME_TYPE_OF[frame.type], payloadLength(frame));
   },
 
   /** Writes the frame at `offset`; returns the bytes written. `TypeError` when it does not fit. */
   encodeInto(view: DataView, offset: number, frame: OutgoingFrame): number {
     const length = payloadLength(frame);
-    let at = offset + writeVarint(view, offset, frameTypeOf(frame));
-    at += writeVarint(view, at, length);
-    if (at + length > view.byteLength) {
-      throw new TypeError(
-        `frame payload of ${length} bytes does not fit at offset ${at} of ${view.byteLength}`,
-      );
-    }
+    const at = writeTlvHeader(view, offset, FRAME_TYPE_OF[frame.type], length, TLV.frame);
     switch (frame.type) {
       case 'data':
         copyInto(view, at, frame.payload);
@@ -156,20 +148,14 @@ export const h3Frame = {
    */
   decode(bytes: Uint8Array, offset = 0, end = bytes.length): { value: H3Frame | undefined; bytes: number } {
     const view = bytes.subarray(offset, end);
-    const type = readHeaderVarint(view, 0, 'type', readVarintId);
+    const type = readTlvVarint(view, 0, 'type', readVarintId, TLV.frame);
     const kind = classify(type.value);
     if (kind === 'webtransport-signal') {
       throw new TransportError('frame-unexpected', 'WebTransport stream signal where a frame was expected');
     }
-    const length = readHeaderVarint(view, type.bytes, 'length', readVarint);
+    const length = readTlvVarint(view, type.bytes, 'length', readVarint, TLV.frame);
     const start = type.bytes + length.bytes;
-    if (length.value > view.length - start) {
-      throw new TransportError(
-        'frame-error',
-        `frame of type 0x${type.value.toString(16)} announces ${length.value} payload bytes, ${view.length - start} left`,
-      );
-    }
-    const payload = view.subarray(start, start + length.value);
+    const payload = tlvValue(view, type.value, start, length.value, TLV.frame);
     return {
       value: kind === 'skip' ? undefined : parsePayload(type.value, payload),
       bytes: start + length.value,
@@ -192,10 +178,6 @@ export function encodeDataFrameHeader(payloadLength: number): Uint8Array {
   const out = new Uint8Array(1 + varintLength(payloadLength));
   writeVarint(new DataView(out.buffer), 1, payloadLength);
   return out;
-}
-
-function copyInto(view: DataView, offset: number, bytes: Uint8Array): void {
-  new Uint8Array(view.buffer, view.byteOffset + offset, bytes.length).set(bytes);
 }
 
 type FrameKind = 'data' | 'buffered' | 'varint' | 'skip' | 'webtransport-signal';
@@ -265,19 +247,6 @@ function readSoleVarint(payload: Uint8Array, name: string): number {
   return read.value;
 }
 
-function readHeaderVarint(
-  bytes: Uint8Array,
-  offset: number,
-  field: string,
-  read: (bytes: Uint8Array, offset: number) => { value: number; bytes: number },
-): { value: number; bytes: number } {
-  try {
-    return read(bytes, offset);
-  } catch (error) {
-    throw new TransportError('frame-error', `frame ${field} is truncated or too large`, { cause: error });
-  }
-}
-
 /** The kind of stream a {@link FrameReader} reads: the peer's control stream or a request stream. */
 export type FrameStreamRole = 'control' | 'request';
 
@@ -319,22 +288,16 @@ export type FrameReaderEvent =
  *
  * After a throw the reader is spent: later calls throw `closed`.
  */
-export class FrameReader {
+export class FrameReader extends TlvReader<FrameReaderEvent> {
   readonly #role: FrameStreamRole;
   readonly #maxPayload: number;
-  readonly #type = new VarintCollector();
-  readonly #length = new VarintCollector();
-  #state: 'header' | 'data' | 'buffer' | 'skip' | 'webtransport' | 'failed' = 'header';
-  #frameType = 0;
-  #remaining = 0;
-  #buffer: Uint8Array = new Uint8Array(0);
-  #filled = 0;
   #atStart = true;
   #headersSeen = 0;
   #settingsSeen = false;
 
   /** A reader for one stream in `options.role`; `TypeError` for a negative or fractional limit. */
   constructor(options: FrameReaderOptions) {
+    super(TLV.frame);
     this.#role = options.role;
     this.#maxPayload = options.maxPayload ?? DEFAULT_MAX_FRAME_PAYLOAD;
     if (!Number.isSafeInteger(this.#maxPayload) || this.#maxPayload < 0) {
@@ -344,92 +307,12 @@ export class FrameReader {
 
   /** True once the stream turned out to be a WebTransport stream (see the class notes). */
   get isWebTransport(): boolean {
-    return this.#state === 'webtransport';
+    return this.raw;
   }
 
-  /** Takes the next bytes of the stream; returns the events they complete, in order. */
-  push(chunk: Uint8Array): FrameReaderEvent[] {
-    if (this.#state === 'failed') throw new TransportError('closed', 'frame reader failed earlier');
-    try {
-      return this.#push(chunk);
-    } catch (error) {
-      this.#state = 'failed';
-      throw error;
-    }
-  }
-
-  /**
-   * Declares the end of the stream. Throws {@link TransportError} `frame-error` when it ends
-   * inside a frame (RFC 9114 §7.1).
-   */
-  end(): void {
-    if (this.#state === 'failed') throw new TransportError('closed', 'frame reader failed earlier');
-    if (this.#state === 'webtransport') return;
-    if (this.#state !== 'header' || this.#type.started) {
-      this.#state = 'failed';
-      throw new TransportError('frame-error', 'stream ended inside a frame');
-    }
-  }
-
-  #push(chunk: Uint8Array): FrameReaderEvent[] {
-    const events: FrameReaderEvent[] = [];
-    let offset = 0;
-    while (offset < chunk.length) {
-      switch (this.#state) {
-        case 'header':
-          offset = this.#readHeader(chunk, offset, events);
-          break;
-        case 'data': {
-          const count = Math.min(this.#remaining, chunk.length - offset);
-          events.push({ type: 'data', payload: chunk.subarray(offset, offset + count) });
-          offset += count;
-          this.#remaining -= count;
-          if (this.#remaining === 0) this.#state = 'header';
-          break;
-        }
-        case 'skip': {
-          const count = Math.min(this.#remaining, chunk.length - offset);
-          offset += count;
-          this.#remaining -= count;
-          if (this.#remaining === 0) this.#state = 'header';
-          break;
-        }
-        case 'buffer': {
-          const count = Math.min(this.#buffer.length - this.#filled, chunk.length - offset);
-          this.#buffer.set(chunk.subarray(offset, offset + count), this.#filled);
-          this.#filled += count;
-          offset += count;
-          if (this.#filled === this.#buffer.length) this.#finishBuffered(events);
-          break;
-        }
-        case 'webtransport':
-          events.push({ type: 'webtransport-data', payload: chunk.subarray(offset) });
-          offset = chunk.length;
-          break;
-        case 'failed':
-          throw new TransportError('closed', 'frame reader failed earlier');
-        default: {
-          const unreachable: never = this.#state;
-          throw new TypeError(`unknown reader state ${String(unreachable)}`);
-        }
-      }
-    }
-    return events;
-  }
-
-  #readHeader(chunk: Uint8Array, offset: number, events: FrameReaderEvent[]): number {
-    let at = offset;
-    if (!this.#type.done) at = this.#type.take(chunk, at);
-    if (this.#type.done && !this.#length.done) at = this.#length.take(chunk, at);
-    if (!this.#length.done) return at;
-
-    const type = readVarintId(this.#type.bytes(), 0).value;
-    const second = readHeaderVarint(this.#length.bytes(), 0, 'length', readVarint).value;
-    this.#type.reset();
-    this.#length.reset();
+  protected override onHeader(type: number, length: number, events: FrameReaderEvent[]): TlvValueAction {
     const atStart = this.#atStart;
     this.#atStart = false;
-
     if (this.#role === 'control' && !this.#settingsSeen && type !== FRAME_TYPE.SETTINGS) {
       throw new TransportError(
         'missing-settings',
@@ -444,41 +327,38 @@ export class FrameReader {
           `WebTransport stream signal ${atStart ? 'on a control stream' : 'after the start of a stream'}`,
         );
       }
-      this.#state = 'webtransport';
-      events.push({ type: 'webtransport-stream', sessionId: second });
-      return at;
+      // The signal's second varint, read as a length, is the session id; the rest is data.
+      events.push({ type: 'webtransport-stream', sessionId: length });
+      return 'raw';
     }
     this.#checkOrder(type, kind);
-    this.#frameType = type;
-    this.#remaining = second;
     switch (kind) {
       case 'data':
-        this.#state = second === 0 ? 'header' : 'data';
-        break;
+        return 'stream';
       case 'skip':
-        this.#state = second === 0 ? 'header' : 'skip';
-        break;
+        return 'skip';
       case 'buffered':
-      case 'varint': {
-        const limit = kind === 'varint' ? MAX_VARINT_PAYLOAD : this.#maxPayload;
-        if (second > limit) {
-          throw new TransportError(
-            'frame-error',
-            `frame of type 0x${type.toString(16)} announces ${second} payload bytes, more than the ${limit} allowed`,
-          );
-        }
-        this.#buffer = new Uint8Array(second);
-        this.#filled = 0;
-        this.#state = 'buffer';
-        if (second === 0) this.#finishBuffered(events);
-        break;
-      }
+      case 'varint':
+        this.checkLength(type, length, kind === 'varint' ? MAX_VARINT_PAYLOAD : this.#maxPayload);
+        return 'buffer';
       default: {
         const unreachable: never = kind;
         throw new TypeError(`unknown frame kind ${String(unreachable)}`);
       }
     }
-    return at;
+  }
+
+  protected override onValuePiece(piece: Uint8Array, events: FrameReaderEvent[]): void {
+    events.push({ type: 'data', payload: piece });
+  }
+
+  protected override onValue(type: number, payload: Uint8Array, events: FrameReaderEvent[]): 'header' {
+    events.push(parsePayload(type, payload));
+    return 'header';
+  }
+
+  protected override onRaw(bytes: Uint8Array, events: FrameReaderEvent[]): void {
+    events.push({ type: 'webtransport-data', payload: bytes });
   }
 
   #checkOrder(type: number, kind: FrameKind): void {
@@ -509,13 +389,6 @@ export class FrameReader {
       throw new TransportError('frame-unexpected', `${name} after the trailers of a request stream`);
     }
     if (type === FRAME_TYPE.HEADERS) this.#headersSeen++;
-  }
-
-  #finishBuffered(events: FrameReaderEvent[]): void {
-    const payload = this.#buffer;
-    this.#buffer = new Uint8Array(0);
-    this.#state = 'header';
-    events.push(parsePayload(this.#frameType, payload));
   }
 }
 
