@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
+import { type Clock, systemClock } from '@svc/runtime';
 import { createLogger } from '@svc/runtime/node';
 import Fastify, {
   type FastifyBaseLogger,
@@ -92,14 +93,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.setSerializerCompiler(serializerCompiler);
 
   const now = deps.now ?? (() => new Date());
-  const clock = () => now().getTime();
+  // The app's clock: its wall time is `now` (which tests move), its timers are the system's.
+  const clock: Clock = { ...systemClock, wallNow: () => now().getTime() };
   let sessionKeys = deps.sessionKeys;
   if (sessionKeys === undefined) {
     const owned = new SessionKeyStore({
       db: deps.database.db,
       issuer: deps.config.publicUrl,
       rotationHours: deps.config.sessionKeyRotationHours,
-      now: clock,
+      clock,
       log: app.log,
     });
     await owned.start();
@@ -120,7 +122,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       verifier: deps.verifier,
       issuer: deps.config.identity.issuer,
       // The app's clock, so `last_used_at` agrees with `revoked_at` and the other times it writes.
-      now: clock,
+      now: clock.wallNow,
     }),
     invitationProvider: deps.invitationProvider,
     mail: deps.mail,

@@ -5,7 +5,7 @@
  * checks both the answer and the data: a refused request and every read leave both orgs exactly
  * as they were, and a successful change touches only the org it is addressed to.
  */
-import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +22,7 @@ import {
   users,
 } from '../src/db/index.js';
 import { type Answer, startApi, type TestApi } from './support/api.js';
-import { databaseBackends } from './support/databases.js';
+import { databaseBackends, rowsOf, sha256 } from './support/databases.js';
 import { startTestProvider, type TestProvider } from './support/oidc.js';
 
 type OrgKey = 'A' | 'B';
@@ -72,6 +72,12 @@ const NOT_FOUND = '404 not-found';
 /** Role ranks of the architecture page, written out here so the test does not reuse the code under test. */
 const RANK: Readonly<Record<OrgRole, number>> = { viewer: 0, operator: 1, admin: 2, owner: 3 };
 
+/** Roles of a member or an invitation, each with the least role that may manage it. */
+const MANAGED_ROLES = [
+  ['viewer', 'admin'],
+  ['admin', 'owner'],
+] as const;
+
 /** The org whose URL a target uses. */
 function urlOrg(target: Target): OrgKey {
   if (target === '-') throw new TypeError('a target without an org has no org');
@@ -105,10 +111,6 @@ function signedIn(success: string) {
 function shown(answer: Answer): string {
   const code = answer.body?.error?.code;
   return typeof code === 'string' ? `${answer.status} ${code}` : String(answer.status);
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 /** Problem text when `actual` (a set of ids) is not `expected`. */
@@ -234,7 +236,122 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
         where g.org_id = ${id} or g.robot_id in (select robot_id from robots where org_id = ${id})),
       'audit', (select coalesce(jsonb_agg(to_jsonb(a) order by a.id), '[]') from audit_log a where a.org_id = ${id})
     ) as state`);
-    return (result as unknown as { rows: { state: unknown }[] }).rows[0]!.state;
+    return rowsOf<{ state: unknown }>(result)[0]!.state;
+  }
+
+  /**
+   * The row of the list at `/api/v1/orgs/:org/<path>`, for members at `min` or above: it shows
+   * exactly the ids `idsIn` finds in the URL's org (each item's `key`), and nothing `also` objects to.
+   */
+  function orgListRow(c: {
+    readonly path: string;
+    readonly min: OrgRole;
+    /** The list's field in the answer. */
+    readonly listed: string;
+    readonly key: 'id' | 'userId';
+    readonly idsIn: (orgId: string) => Promise<string[]>;
+    /** Makes an item of the org first. */
+    readonly before?: (orgId: string) => Promise<unknown>;
+    /** Problems with the items listed. */
+    readonly also?: (listed: object[]) => string[];
+  }): Row {
+    return {
+      method: 'GET',
+      route: `/api/v1/orgs/:org/${c.path}`,
+      targets: ['A', 'B'],
+      expect: member(c.min, 200),
+      prepare: async (_actor, target) => {
+        const orgId = org[urlOrg(target)];
+        await c.before?.(orgId);
+        return {
+          url: `/api/v1/orgs/${orgId}/${c.path}`,
+          check: async (ok, answer) => {
+            if (!ok) return [];
+            const listed: Record<string, string>[] = answer.body[c.listed];
+            return [
+              ...sameIds(
+                c.path.replace('-', ' '),
+                listed.map((item) => item[c.key]),
+                await c.idsIn(orgId),
+              ),
+              ...(c.also?.(listed) ?? []),
+            ];
+          },
+        };
+      },
+    };
+  }
+
+  /**
+   * The rows of an org's credentials (API keys, enrolment tokens), for admins: the list shows
+   * exactly the org's, none with its secret or hash; a create makes one in the URL's org; a revoke
+   * sets `revokedAt`, and only in the URL's org.
+   */
+  function credentialRows(c: {
+    readonly path: 'api-keys' | 'enrolment-tokens';
+    readonly table: typeof apiKeys | typeof enrolmentTokens;
+    /** The list's field in the answer. */
+    readonly listed: 'apiKeys' | 'enrolmentTokens';
+    /** What one is called in a problem. */
+    readonly one: string;
+    /** Fields that must never be listed: the secret and its hash. */
+    readonly secrets: readonly string[];
+    readonly body: (name: string) => object;
+    /** A new one of `orgId` (a direct insert): its id. */
+    readonly newRow: (orgId: string) => Promise<string>;
+  }): Row[] {
+    const route = `/api/v1/orgs/:org/${c.path}`;
+    const url = (target: Target) => `/api/v1/orgs/${org[urlOrg(target)]}/${c.path}`;
+    return [
+      orgListRow({
+        path: c.path,
+        min: 'admin',
+        listed: c.listed,
+        key: 'id',
+        before: c.newRow,
+        idsIn: async (orgId) =>
+          (await api.db.select().from(c.table).where(eq(c.table.orgId, orgId))).map((row) => row.id),
+        also: (listed) =>
+          listed.some((item) => c.secrets.some((field) => field in item))
+            ? [`a ${c.one} or its hash is listed`]
+            : [],
+      }),
+      {
+        method: 'POST',
+        route,
+        targets: ['A', 'B'],
+        expect: member('admin', 201),
+        prepare: async (_actor, target) => {
+          const name = `made-${next()}`;
+          return {
+            url: url(target),
+            body: c.body(name),
+            check: async (ok) => {
+              const made = await api.db.select().from(c.table).where(eq(c.table.name, name));
+              return made.length === (ok ? 1 : 0) && made.every((row) => row.orgId === org[urlOrg(target)])
+                ? []
+                : [`${made.length} ${c.one}s made`];
+            },
+          };
+        },
+      },
+      {
+        method: 'DELETE',
+        route: `${route}/:id`,
+        targets: ['A', 'B', 'A→B'],
+        expect: member('admin', 204),
+        prepare: async (_actor, target) => {
+          const id = await c.newRow(itemOrg(target));
+          return {
+            url: `${url(target)}/${id}`,
+            check: async (ok) => {
+              const [row] = await api.db.select().from(c.table).where(eq(c.table.id, id));
+              return (row!.revokedAt !== null) === ok ? [] : [`revokedAt is ${row!.revokedAt}`];
+            },
+          };
+        },
+      },
+    ];
   }
 
   const rows: readonly Row[] = [
@@ -344,27 +461,14 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
         };
       },
     },
-    {
-      method: 'GET',
-      route: '/api/v1/orgs/:org/members',
-      targets: ['A', 'B'],
-      expect: member('viewer', 200),
-      prepare: async (_actor, target) => ({
-        url: `/api/v1/orgs/${org[urlOrg(target)]}/members`,
-        check: async (ok, answer) => {
-          if (!ok) return [];
-          const rows = await api.db
-            .select()
-            .from(memberships)
-            .where(eq(memberships.orgId, org[urlOrg(target)]));
-          return sameIds(
-            'members',
-            answer.body.members.map((m: { userId: string }) => m.userId),
-            rows.map((m) => m.userId),
-          );
-        },
-      }),
-    },
+    orgListRow({
+      path: 'members',
+      min: 'viewer',
+      listed: 'members',
+      key: 'userId',
+      idsIn: async (orgId) =>
+        (await api.db.select().from(memberships).where(eq(memberships.orgId, orgId))).map((m) => m.userId),
+    }),
     ...(
       [
         ['viewer', 'operator', 'admin'],
@@ -391,12 +495,7 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
         },
       }),
     ),
-    ...(
-      [
-        ['viewer', 'admin'],
-        ['admin', 'owner'],
-      ] as const
-    ).map(
+    ...MANAGED_ROLES.map(
       ([role, min]): Row => ({
         method: 'DELETE',
         route: `/api/v1/orgs/:org/members/:user (${role})`,
@@ -415,12 +514,7 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
         },
       }),
     ),
-    ...(
-      [
-        ['viewer', 'admin'],
-        ['admin', 'owner'],
-      ] as const
-    ).map(
+    ...MANAGED_ROLES.map(
       ([role, min]): Row => ({
         method: 'POST',
         route: `/api/v1/orgs/:org/invitations (${role})`,
@@ -445,33 +539,15 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
         },
       }),
     ),
-    {
-      method: 'GET',
-      route: '/api/v1/orgs/:org/invitations',
-      targets: ['A', 'B'],
-      expect: member('admin', 200),
-      prepare: async (_actor, target) => ({
-        url: `/api/v1/orgs/${org[urlOrg(target)]}/invitations`,
-        check: async (ok, answer) => {
-          if (!ok) return [];
-          const rows = await api.db
-            .select()
-            .from(invitations)
-            .where(eq(invitations.orgId, org[urlOrg(target)]));
-          return sameIds(
-            'invitations',
-            answer.body.invitations.map((i: { id: string }) => i.id),
-            rows.map((i) => i.id),
-          );
-        },
-      }),
-    },
-    ...(
-      [
-        ['viewer', 'admin'],
-        ['admin', 'owner'],
-      ] as const
-    ).map(
+    orgListRow({
+      path: 'invitations',
+      min: 'admin',
+      listed: 'invitations',
+      key: 'id',
+      idsIn: async (orgId) =>
+        (await api.db.select().from(invitations).where(eq(invitations.orgId, orgId))).map((i) => i.id),
+    }),
+    ...MANAGED_ROLES.map(
       ([role, min]): Row => ({
         method: 'DELETE',
         route: `/api/v1/orgs/:org/invitations/:id (${role})`,
@@ -535,131 +611,24 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
         };
       },
     },
-    {
-      method: 'GET',
-      route: '/api/v1/orgs/:org/api-keys',
-      targets: ['A', 'B'],
-      expect: member('admin', 200),
-      prepare: async (_actor, target) => ({
-        url: `/api/v1/orgs/${org[urlOrg(target)]}/api-keys`,
-        check: async (ok, answer) => {
-          if (!ok) return [];
-          const rows = await api.db
-            .select()
-            .from(apiKeys)
-            .where(eq(apiKeys.orgId, org[urlOrg(target)]));
-          const secrets = answer.body.apiKeys.filter((k: object) => 'key' in k || 'secretHash' in k);
-          return [
-            ...sameIds(
-              'api keys',
-              answer.body.apiKeys.map((k: { id: string }) => k.id),
-              rows.map((k) => k.id),
-            ),
-            ...(secrets.length === 0 ? [] : ['a key or its hash is listed']),
-          ];
-        },
-      }),
-    },
-    {
-      method: 'POST',
-      route: '/api/v1/orgs/:org/api-keys',
-      targets: ['A', 'B'],
-      expect: member('admin', 201),
-      prepare: async (_actor, target) => {
-        const name = `made-${next()}`;
-        return {
-          url: `/api/v1/orgs/${org[urlOrg(target)]}/api-keys`,
-          body: { name, scopes: ['robots:read'] },
-          check: async (ok) => {
-            const made = await api.db.select().from(apiKeys).where(eq(apiKeys.name, name));
-            return made.length === (ok ? 1 : 0) && made.every((k) => k.orgId === org[urlOrg(target)])
-              ? []
-              : [`${made.length} keys made`];
-          },
-        };
-      },
-    },
-    {
-      method: 'DELETE',
-      route: '/api/v1/orgs/:org/api-keys/:id',
-      targets: ['A', 'B', 'A→B'],
-      expect: member('admin', 204),
-      prepare: async (_actor, target) => {
-        const id = await newKeyRow(itemOrg(target));
-        return {
-          url: `/api/v1/orgs/${org[urlOrg(target)]}/api-keys/${id}`,
-          check: async (ok) => {
-            const [row] = await api.db.select().from(apiKeys).where(eq(apiKeys.id, id));
-            return (row!.revokedAt !== null) === ok ? [] : [`revokedAt is ${row!.revokedAt}`];
-          },
-        };
-      },
-    },
-    {
-      method: 'GET',
-      route: '/api/v1/orgs/:org/enrolment-tokens',
-      targets: ['A', 'B'],
-      expect: member('admin', 200),
-      prepare: async (_actor, target) => {
-        await newEnrolmentToken(org[urlOrg(target)]);
-        return {
-          url: `/api/v1/orgs/${org[urlOrg(target)]}/enrolment-tokens`,
-          check: async (ok, answer) => {
-            if (!ok) return [];
-            const rows = await api.db
-              .select()
-              .from(enrolmentTokens)
-              .where(eq(enrolmentTokens.orgId, org[urlOrg(target)]));
-            const secrets = answer.body.enrolmentTokens.filter(
-              (t: object) => 'token' in t || 'tokenHash' in t,
-            );
-            return [
-              ...sameIds(
-                'enrolment tokens',
-                answer.body.enrolmentTokens.map((t: { id: string }) => t.id),
-                rows.map((t) => t.id),
-              ),
-              ...(secrets.length === 0 ? [] : ['a token or its hash is listed']),
-            ];
-          },
-        };
-      },
-    },
-    {
-      method: 'POST',
-      route: '/api/v1/orgs/:org/enrolment-tokens',
-      targets: ['A', 'B'],
-      expect: member('admin', 201),
-      prepare: async (_actor, target) => {
-        const name = `made-${next()}`;
-        return {
-          url: `/api/v1/orgs/${org[urlOrg(target)]}/enrolment-tokens`,
-          body: { name },
-          check: async (ok) => {
-            const made = await api.db.select().from(enrolmentTokens).where(eq(enrolmentTokens.name, name));
-            return made.length === (ok ? 1 : 0) && made.every((t) => t.orgId === org[urlOrg(target)])
-              ? []
-              : [`${made.length} tokens made`];
-          },
-        };
-      },
-    },
-    {
-      method: 'DELETE',
-      route: '/api/v1/orgs/:org/enrolment-tokens/:id',
-      targets: ['A', 'B', 'A→B'],
-      expect: member('admin', 204),
-      prepare: async (_actor, target) => {
-        const { id } = await newEnrolmentToken(itemOrg(target));
-        return {
-          url: `/api/v1/orgs/${org[urlOrg(target)]}/enrolment-tokens/${id}`,
-          check: async (ok) => {
-            const [row] = await api.db.select().from(enrolmentTokens).where(eq(enrolmentTokens.id, id));
-            return (row!.revokedAt !== null) === ok ? [] : [`revokedAt is ${row!.revokedAt}`];
-          },
-        };
-      },
-    },
+    ...credentialRows({
+      path: 'api-keys',
+      table: apiKeys,
+      listed: 'apiKeys',
+      one: 'key',
+      secrets: ['key', 'secretHash'],
+      body: (name) => ({ name, scopes: ['robots:read'] }),
+      newRow: newKeyRow,
+    }),
+    ...credentialRows({
+      path: 'enrolment-tokens',
+      table: enrolmentTokens,
+      listed: 'enrolmentTokens',
+      one: 'token',
+      secrets: ['token', 'tokenHash'],
+      body: (name) => ({ name }),
+      newRow: async (orgId) => (await newEnrolmentToken(orgId)).id,
+    }),
     {
       // A robot's request: whatever credential comes with it, only the enrolment token counts. The
       // token is of an org of its own, so that orgs A and B stay as they are.

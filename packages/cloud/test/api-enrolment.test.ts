@@ -3,37 +3,23 @@
  * (`POST /api/v1/enrol`), on both database engines, with signed-in people from the real OIDC
  * provider and robots holding real Ed25519 keys.
  */
-import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditLog, enrolmentTokens, robots } from '../src/db/index.js';
-import { type Answer, startApi, type TestApi } from './support/api.js';
-import { databaseBackends } from './support/databases.js';
+import { type Answer, type Person, startApi, type TestApi } from './support/api.js';
+import { databaseBackends, rowsOf, sha256 } from './support/databases.js';
 import { startTestProvider, type TestProvider } from './support/oidc.js';
 
 /** `svc_enr_` and 32 random bytes in base64url. */
 const TOKEN_PATTERN = /^svc_enr_[A-Za-z0-9_-]{43}$/;
 const HOUR = 3_600_000;
 
-function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
-
 /** A robot's raw Ed25519 public key in base64url, as the daemon sends it. */
 function robotKey(): string {
   const x = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' }).x;
   if (x === undefined) throw new Error('no x in the Ed25519 JWK');
   return x;
-}
-
-/** The rows of a raw `db.execute()`; both drivers answer `{ rows }`. */
-function rowsOf<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
-}
-
-interface Person {
-  readonly token: string;
-  readonly userId: string;
 }
 
 describe.each(databaseBackends)('enrolment on $name', (backend) => {

@@ -1,27 +1,12 @@
-import { createHash } from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKeys, auditLog, robots } from '../src/db/index.js';
-import { type Answer, startApi, type TestApi } from './support/api.js';
-import { databaseBackends } from './support/databases.js';
+import { type Answer, type Person, startApi, type TestApi } from './support/api.js';
+import { databaseBackends, rowsOf, sha256 } from './support/databases.js';
 import { startTestProvider, type TestProvider } from './support/oidc.js';
 
 /** `svc_key_`, 8 hex characters, `_`, and 32 random bytes in base64url. */
 const KEY_PATTERN = /^(svc_key_[0-9a-f]{8})_([A-Za-z0-9_-]{43})$/;
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
-
-/** The rows of a raw `db.execute()`; both drivers answer `{ rows }`. */
-function rowsOf<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
-}
-
-interface Person {
-  readonly token: string;
-  readonly userId: string;
-}
 
 describe.each(databaseBackends)('API keys on $name', (backend) => {
   let provider: TestProvider;

@@ -35,15 +35,39 @@ type Who =
   | 'guest'
   | 'nobody';
 
+type Scope = 'drive' | 'observe';
+/** Which app: the default one, or one in development mode. */
+type App = 'default' | 'open-enrolment' | 'allow-anonymous';
+
 /** One row of the who-may-mint table: caller, robot, scope, and the expected answer. */
 interface Case {
   readonly who: Who;
   readonly robot: string;
-  readonly scope: 'drive' | 'observe';
+  readonly scope: Scope;
   /** `201`, or the status and error code. */
   readonly expect: string;
-  /** Which app: the default one, or one in development mode. */
-  readonly app?: 'default' | 'open-enrolment' | 'allow-anonymous';
+  readonly app?: App;
+}
+
+/** The who-may-mint table by app, caller and robot: the answer to each scope asked for. */
+type MintTable = Partial<Record<App, Partial<Record<Who, Record<string, Partial<Record<Scope, string>>>>>>>;
+
+/** The rows of `table`, without `app` for the default one. */
+function casesOf(table: MintTable): Case[] {
+  const entries = <K extends string, V>(record: Partial<Record<K, V>>) => Object.entries(record) as [K, V][];
+  return entries(table).flatMap(([app, callers]) =>
+    entries(callers).flatMap(([who, robots]) =>
+      entries(robots).flatMap(([robot, scopes]) =>
+        entries(scopes).map(([scope, expect]) => ({
+          who,
+          robot,
+          scope,
+          expect,
+          ...(app === 'default' ? {} : { app }),
+        })),
+      ),
+    ),
+  );
 }
 
 describe.each(databaseBackends)('session tokens on $name', (backend) => {
@@ -210,70 +234,60 @@ describe.each(databaseBackends)('session tokens on $name', (backend) => {
     expect(user.payload.jti).not.toBe(jti);
   });
 
-  const cases: readonly Case[] = [
-    // API key with sessions:mint.
-    { who: 'keyA', robot: 'robot-a', scope: 'drive', expect: '201' },
-    { who: 'keyA', robot: 'robot-a', scope: 'observe', expect: '201' },
-    { who: 'keyA', robot: 'robot-b', scope: 'observe', expect: '404 not-found' },
-    { who: 'keyA', robot: 'robot-b-to-a-observe', scope: 'observe', expect: '201' },
-    { who: 'keyA', robot: 'robot-b-to-a-observe', scope: 'drive', expect: '403 forbidden' },
-    { who: 'keyA', robot: 'robot-b-to-a-drive', scope: 'drive', expect: '201' },
-    { who: 'keyA', robot: 'robot-b-public', scope: 'observe', expect: '201' },
-    { who: 'keyA', robot: 'robot-b-public', scope: 'drive', expect: '403 forbidden' },
-    { who: 'keyA', robot: 'robot-b-guest-drive', scope: 'observe', expect: '404 not-found' },
-    { who: 'keyA', robot: 'robot-dev', scope: 'drive', expect: '404 not-found' },
-    { who: 'keyA', robot: 'robot-nowhere', scope: 'drive', expect: '404 not-found' },
-    { who: 'keyA', robot: 'robot-dev', scope: 'drive', expect: '404 not-found', app: 'open-enrolment' },
-    { who: 'keyB', robot: 'robot-a', scope: 'observe', expect: '404 not-found' },
-    { who: 'keyB', robot: 'robot-b', scope: 'drive', expect: '201' },
-    // API key without the scope.
-    { who: 'keyA-no-scope', robot: 'robot-a', scope: 'observe', expect: '403 forbidden' },
-    { who: 'keyA-no-scope', robot: 'robot-nowhere', scope: 'observe', expect: '403 forbidden' },
-    // Signed-in users of the robot's org, by role.
-    { who: 'ownerA', robot: 'robot-a', scope: 'drive', expect: '201' },
-    { who: 'operatorA', robot: 'robot-a', scope: 'drive', expect: '201' },
-    { who: 'operatorA', robot: 'robot-a', scope: 'observe', expect: '201' },
-    { who: 'viewerA', robot: 'robot-a', scope: 'drive', expect: '403 forbidden' },
-    { who: 'viewerA', robot: 'robot-a', scope: 'observe', expect: '403 forbidden' },
-    // Users through grants to one of their orgs, to them, or public.
-    { who: 'viewerA', robot: 'robot-b-to-a-observe', scope: 'observe', expect: '201' },
-    { who: 'viewerA', robot: 'robot-b-to-a-observe', scope: 'drive', expect: '403 forbidden' },
-    { who: 'operatorA', robot: 'robot-b-to-a-drive', scope: 'drive', expect: '201' },
-    { who: 'guest', robot: 'robot-b-guest-observe', scope: 'observe', expect: '201' },
-    { who: 'guest', robot: 'robot-b-guest-observe', scope: 'drive', expect: '403 forbidden' },
-    { who: 'guest', robot: 'robot-b-guest-drive', scope: 'drive', expect: '201' },
-    { who: 'guest', robot: 'robot-b-public', scope: 'observe', expect: '201' },
-    { who: 'guest', robot: 'robot-b-public', scope: 'drive', expect: '403 forbidden' },
-    // Robots a user cannot see.
-    { who: 'guest', robot: 'robot-a', scope: 'observe', expect: '404 not-found' },
-    { who: 'ownerB', robot: 'robot-a', scope: 'observe', expect: '404 not-found' },
-    { who: 'ownerA', robot: 'robot-b', scope: 'observe', expect: '404 not-found' },
-    { who: 'ownerA', robot: 'robot-dev', scope: 'drive', expect: '404 not-found' },
-    { who: 'ownerA', robot: 'robot-dev', scope: 'drive', expect: '404 not-found', app: 'open-enrolment' },
-    { who: 'ownerB', robot: 'robot-b', scope: 'drive', expect: '201' },
-    // Nobody signed in.
-    { who: 'nobody', robot: 'robot-dev', scope: 'drive', expect: '401 unauthenticated' },
-    { who: 'nobody', robot: 'robot-a', scope: 'observe', expect: '401 unauthenticated' },
-    { who: 'nobody', robot: 'robot-nowhere', scope: 'observe', expect: '401 unauthenticated' },
-    { who: 'nobody', robot: 'robot-b-public', scope: 'observe', expect: '201' },
-    { who: 'nobody', robot: 'robot-b-public', scope: 'drive', expect: '403 forbidden' },
-    { who: 'nobody', robot: 'robot-dev', scope: 'drive', expect: '201', app: 'open-enrolment' },
-    { who: 'nobody', robot: 'robot-dev', scope: 'drive', expect: '201', app: 'allow-anonymous' },
-    {
-      who: 'nobody',
-      robot: 'robot-a',
-      scope: 'observe',
-      expect: '401 unauthenticated',
-      app: 'open-enrolment',
+  const cases = casesOf({
+    default: {
+      // API keys: with sessions:mint (of org A and of org B), and without it.
+      keyA: {
+        'robot-a': { drive: '201', observe: '201' },
+        'robot-b': { observe: '404 not-found' },
+        'robot-b-to-a-observe': { observe: '201', drive: '403 forbidden' },
+        'robot-b-to-a-drive': { drive: '201' },
+        'robot-b-public': { observe: '201', drive: '403 forbidden' },
+        'robot-b-guest-drive': { observe: '404 not-found' },
+        'robot-dev': { drive: '404 not-found' },
+        'robot-nowhere': { drive: '404 not-found' },
+      },
+      keyB: { 'robot-a': { observe: '404 not-found' }, 'robot-b': { drive: '201' } },
+      'keyA-no-scope': {
+        'robot-a': { observe: '403 forbidden' },
+        'robot-nowhere': { observe: '403 forbidden' },
+      },
+      // Signed-in users: of the robot's org by role, through grants (to their org, to them, public),
+      // and on robots they cannot see.
+      ownerA: {
+        'robot-a': { drive: '201' },
+        'robot-b': { observe: '404 not-found' },
+        'robot-dev': { drive: '404 not-found' },
+      },
+      operatorA: { 'robot-a': { drive: '201', observe: '201' }, 'robot-b-to-a-drive': { drive: '201' } },
+      viewerA: {
+        'robot-a': { drive: '403 forbidden', observe: '403 forbidden' },
+        'robot-b-to-a-observe': { observe: '201', drive: '403 forbidden' },
+      },
+      guest: {
+        'robot-b-guest-observe': { observe: '201', drive: '403 forbidden' },
+        'robot-b-guest-drive': { drive: '201' },
+        'robot-b-public': { observe: '201', drive: '403 forbidden' },
+        'robot-a': { observe: '404 not-found' },
+      },
+      ownerB: { 'robot-a': { observe: '404 not-found' }, 'robot-b': { drive: '201' } },
+      // Nobody signed in.
+      nobody: {
+        'robot-dev': { drive: '401 unauthenticated' },
+        'robot-a': { observe: '401 unauthenticated' },
+        'robot-nowhere': { observe: '401 unauthenticated' },
+        'robot-b-public': { observe: '201', drive: '403 forbidden' },
+      },
     },
-    {
-      who: 'nobody',
-      robot: 'robot-a',
-      scope: 'observe',
-      expect: '401 unauthenticated',
-      app: 'allow-anonymous',
+    'open-enrolment': {
+      keyA: { 'robot-dev': { drive: '404 not-found' } },
+      ownerA: { 'robot-dev': { drive: '404 not-found' } },
+      nobody: { 'robot-dev': { drive: '201' }, 'robot-a': { observe: '401 unauthenticated' } },
     },
-  ];
+    'allow-anonymous': {
+      nobody: { 'robot-dev': { drive: '201' }, 'robot-a': { observe: '401 unauthenticated' } },
+    },
+  });
 
   it('answers every row of the who-may-mint table', async () => {
     const problems: string[] = [];

@@ -23,7 +23,7 @@ import {
   users,
 } from '../src/db/index.js';
 import * as schema from '../src/db/schema.js';
-import { databaseBackends, postgresTestServerUrl, type TestDatabase } from './support/databases.js';
+import { databaseBackends, postgresTestServerUrl, rowsOf, type TestDatabase } from './support/databases.js';
 
 const TABLES = [
   'api_keys',
@@ -44,11 +44,6 @@ interface Journal {
 
 async function readJournal(): Promise<Journal> {
   return JSON.parse(await readFile(join(migrationsFolder, 'meta', '_journal.json'), 'utf8')) as Journal;
-}
-
-/** The rows of a raw `db.execute()`; both drivers answer `{ rows }`. */
-function rowsOf<T>(result: unknown): T[] {
-  return (result as { rows: T[] }).rows;
 }
 
 async function tablesIn(db: CloudDb): Promise<string[]> {

@@ -28,5 +28,8 @@ export const orgItemParams = z.object({ org: uuid, id: uuid });
 /** A robot id in a path (checked against the database, so only its length is bounded here). */
 export const robotIdParam = z.string().min(1).max(128);
 
+/** The path of everything under `/api/v1/robots/:robot`. */
+export const robotParams = z.object({ robot: robotIdParam });
+
 /** The answer of a route that has nothing to say (204). */
 export const noContent = z.undefined().describe('Done; no body');

@@ -54,6 +54,30 @@ function timestamptz<TName extends string>(name: TName) {
   return timestamp(name, { withTimezone: true, mode: 'date' });
 }
 
+// Columns many tables share, each a fresh builder per table.
+
+/** `id`: a random UUID primary key. */
+function randomId() {
+  return uuid('id').primaryKey().defaultRandom();
+}
+
+/** `org_id` of a row that belongs to an org and is deleted with it. */
+function ownerOrgId() {
+  return uuid('org_id')
+    .notNull()
+    .references(() => orgs.id, { onDelete: 'cascade' });
+}
+
+/** `created_at`: when the row was made, by the database's clock unless given. */
+function createdAt() {
+  return timestamptz('created_at').notNull().defaultNow();
+}
+
+/** `created_by`: the user who made the row, forgotten when the user is deleted. */
+function createdByUser() {
+  return uuid('created_by').references(() => users.id, { onDelete: 'set null' });
+}
+
 /**
  * People who signed in through the OIDC provider, one row per (issuer, subject). `email` is set
  * only from a verified email claim, lowercased.
@@ -61,12 +85,12 @@ function timestamptz<TName extends string>(name: TName) {
 export const users = pgTable(
   'users',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: randomId(),
     oidcIssuer: text('oidc_issuer').notNull(),
     oidcSubject: text('oidc_subject').notNull(),
     email: text('email'),
     name: text('name'),
-    createdAt: timestamptz('created_at').notNull().defaultNow(),
+    createdAt: createdAt(),
     lastLoginAt: timestamptz('last_login_at').notNull().defaultNow(),
   },
   (t) => [
@@ -78,24 +102,22 @@ export const users = pgTable(
 
 /** Organisations: the unit that owns robots, API keys and members. */
 export const orgs = pgTable('orgs', {
-  id: uuid('id').primaryKey().defaultRandom(),
+  id: randomId(),
   name: text('name').notNull(),
-  createdAt: timestamptz('created_at').notNull().defaultNow(),
-  createdBy: uuid('created_by').references(() => users.id, { onDelete: 'set null' }),
+  createdAt: createdAt(),
+  createdBy: createdByUser(),
 });
 
 /** A user's role in an org; at most one per (org, user). */
 export const memberships = pgTable(
   'memberships',
   {
-    orgId: uuid('org_id')
-      .notNull()
-      .references(() => orgs.id, { onDelete: 'cascade' }),
+    orgId: ownerOrgId(),
     userId: uuid('user_id')
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
     role: text('role', { enum: ORG_ROLES }).notNull(),
-    createdAt: timestamptz('created_at').notNull().defaultNow(),
+    createdAt: createdAt(),
   },
   (t) => [
     primaryKey({ name: 'memberships_pkey', columns: [t.orgId, t.userId] }),
@@ -111,15 +133,13 @@ export const memberships = pgTable(
 export const invitations = pgTable(
   'invitations',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    orgId: uuid('org_id')
-      .notNull()
-      .references(() => orgs.id, { onDelete: 'cascade' }),
+    id: randomId(),
+    orgId: ownerOrgId(),
     email: text('email').notNull(),
     role: text('role', { enum: ORG_ROLES }).notNull(),
     tokenHash: text('token_hash').notNull().unique('invitations_token_hash_key'),
-    createdBy: uuid('created_by').references(() => users.id, { onDelete: 'set null' }),
-    createdAt: timestamptz('created_at').notNull().defaultNow(),
+    createdBy: createdByUser(),
+    createdAt: createdAt(),
     expiresAt: timestamptz('expires_at').notNull(),
     acceptedAt: timestamptz('accepted_at'),
     acceptedBy: uuid('accepted_by').references(() => users.id, { onDelete: 'set null' }),
@@ -141,7 +161,7 @@ export const robots = pgTable(
     orgId: uuid('org_id').references(() => orgs.id, { onDelete: 'set null' }),
     publicKey: text('public_key').notNull(),
     name: text('name'),
-    createdAt: timestamptz('created_at').notNull().defaultNow(),
+    createdAt: createdAt(),
     enrolledAt: timestamptz('enrolled_at'),
     lastSeenAt: timestamptz('last_seen_at'),
   },
@@ -156,7 +176,7 @@ export const robots = pgTable(
 export const robotGrants = pgTable(
   'robot_grants',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
+    id: randomId(),
     robotId: text('robot_id')
       .notNull()
       .references(() => robots.robotId, { onDelete: 'cascade' }),
@@ -166,7 +186,7 @@ export const robotGrants = pgTable(
     orgId: uuid('org_id').references(() => orgs.id, { onDelete: 'cascade' }),
     access: text('access', { enum: ROBOT_ACCESS }).notNull(),
     createdBy: uuid('created_by'),
-    createdAt: timestamptz('created_at').notNull().defaultNow(),
+    createdAt: createdAt(),
   },
   (t) => [
     unique('robot_grants_grantee_key').on(t.robotId, t.granteeKind, t.userId, t.orgId).nullsNotDistinct(),
@@ -190,16 +210,14 @@ export const robotGrants = pgTable(
 export const apiKeys = pgTable(
   'api_keys',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    orgId: uuid('org_id')
-      .notNull()
-      .references(() => orgs.id, { onDelete: 'cascade' }),
+    id: randomId(),
+    orgId: ownerOrgId(),
     name: text('name').notNull(),
     prefix: text('prefix').notNull().unique('api_keys_prefix_key'),
     secretHash: text('secret_hash').notNull(),
     scopes: text('scopes').array().notNull(),
     createdBy: uuid('created_by'),
-    createdAt: timestamptz('created_at').notNull().defaultNow(),
+    createdAt: createdAt(),
     lastUsedAt: timestamptz('last_used_at'),
     revokedAt: timestamptz('revoked_at'),
   },
@@ -214,15 +232,13 @@ export const apiKeys = pgTable(
 export const enrolmentTokens = pgTable(
   'enrolment_tokens',
   {
-    id: uuid('id').primaryKey().defaultRandom(),
-    orgId: uuid('org_id')
-      .notNull()
-      .references(() => orgs.id, { onDelete: 'cascade' }),
+    id: randomId(),
+    orgId: ownerOrgId(),
     /** A label for people ("line 3 robots"), not a secret. */
     name: text('name'),
     tokenHash: text('token_hash').notNull().unique('enrolment_tokens_token_hash_key'),
-    createdBy: uuid('created_by').references(() => users.id, { onDelete: 'set null' }),
-    createdAt: timestamptz('created_at').notNull().defaultNow(),
+    createdBy: createdByUser(),
+    createdAt: createdAt(),
     expiresAt: timestamptz('expires_at').notNull(),
     redeemedAt: timestamptz('redeemed_at'),
     /** The robot that redeemed it (no foreign key: the robot may be deleted later). */
@@ -242,7 +258,7 @@ export const sessionSigningKeys = pgTable('session_signing_keys', {
   kid: text('kid').primaryKey(),
   privateJwk: jsonb('private_jwk').$type<Record<string, unknown>>().notNull(),
   publicJwk: jsonb('public_jwk').$type<Record<string, unknown>>().notNull(),
-  createdAt: timestamptz('created_at').notNull().defaultNow(),
+  createdAt: createdAt(),
   /** After this the key no longer signs. */
   retiresAt: timestamptz('retires_at').notNull(),
   /** After this the key is no longer published (its last token has expired). */

@@ -7,8 +7,9 @@
 import type { AuditBatcher } from '../audit/index.js';
 import type { SessionKeyStore } from './keys.js';
 
-// The decorations `sessionRoutes` puts on the app. Declared here, where every user of the app's
-// types (`AppDependencies` names `SessionKeyStore`) picks them up.
+// The decorations `buildApp` (app.ts) puts on the app: the session keys and the audit batcher it
+// uses or made. Declared here, where every user of the app's types (`AppDependencies` names
+// `SessionKeyStore`) picks them up.
 declare module 'fastify' {
   interface FastifyInstance {
     /** The pilot session keys: signs tokens, publishes the JWKS, verifies tokens for the signalling server. */

@@ -51,12 +51,6 @@ export interface SessionKeyStoreOptions {
    * Default {@link systemClock}.
    */
   readonly clock?: Clock;
-  /**
-   * Key times alone (the reload timer stays on {@link systemClock}); ignored when `clock` is given.
-   *
-   * @deprecated Give `clock`. Kept while `buildApp` (app.ts) passes its own `now`.
-   */
-  readonly now?: () => number;
   /** Where key creation, deletion and failed reloads are logged. Default: nothing. */
   readonly log?: Logger;
   /** Interval of the reload timer, ms. Default {@link SESSION_KEY_REFRESH_MS}. */
@@ -130,8 +124,7 @@ export class SessionKeyStore {
     this.#issuer = options.issuer;
     this.#rotationMs = options.rotationHours * 3_600_000;
     this.#leadMs = Math.min(NEXT_KEY_LEAD_MS, this.#rotationMs / 2);
-    this.#clock =
-      options.clock ?? (options.now === undefined ? systemClock : { ...systemClock, wallNow: options.now });
+    this.#clock = options.clock ?? systemClock;
     this.#log = options.log ?? silentLogger;
     this.#refreshIntervalMs = options.refreshIntervalMs ?? SESSION_KEY_REFRESH_MS;
   }

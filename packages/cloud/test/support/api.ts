@@ -12,6 +12,12 @@ import { type ContractViolation, checkResponses, violationReporter } from './con
 import type { DatabaseBackend } from './databases.js';
 import { type LoginAs, type LoginResult, TEST_AUDIENCE, TEST_CLIENT_ID, type TestProvider } from './oidc.js';
 
+/** A signed-in person: their access token and user id. */
+export interface Person {
+  readonly token: string;
+  readonly userId: string;
+}
+
 /** An answer of {@link TestApi.call}. */
 export interface Answer {
   readonly status: number;

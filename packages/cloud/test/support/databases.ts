@@ -12,7 +12,7 @@
  *   When none of this works, `create()` fails and says what to install: never a silent skip.
  */
 import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chown, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -349,3 +349,16 @@ function superviseServer(bin: string, dir: string, port: number): Promise<Throwa
 
 /** Both engines, for `describe.each(databaseBackends)`. */
 export const databaseBackends: readonly DatabaseBackend[] = [pgliteBackend, postgresBackend];
+
+/** The rows of a raw `db.execute()`; both drivers answer `{ rows }`. */
+export function rowsOf<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}
+
+/**
+ * The SHA-256 of a secret in hex, as the database keeps tokens and keys; written here so the
+ * tests do not reuse the code under test.
+ */
+export function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}

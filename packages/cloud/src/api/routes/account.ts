@@ -5,9 +5,12 @@ import { memberships, orgs } from '../../db/index.js';
 import { isIdentityError, verifiedEmailClaim } from '../../identity/index.js';
 import { API_KEY_PREFIX, bearerToken, identityFailure } from '../auth.js';
 import type { ApiPlugin } from '../context.js';
-import { ApiError, errorResponses } from '../errors.js';
+import { ApiError } from '../errors.js';
 import { signIn } from '../provisioning.js';
+import { resource } from '../route.js';
 import { orgRole, uuid } from '../schemas.js';
+
+const tags = ['account'];
 
 /** Scopes the console asks for at login. */
 export const CONSOLE_SCOPES = ['openid', 'profile', 'email'] as const;
@@ -26,17 +29,13 @@ const consoleConfig = z
 
 /** `GET /api/v1/console-config`: what the console needs before anyone signs in. */
 export const consoleConfigRoutes: ApiPlugin = async (app, { ctx }) => {
-  app.get(
-    '',
-    {
-      schema: {
-        summary: 'What the console needs to start a login',
-        tags: ['account'],
-        security: [],
-        response: { 200: consoleConfig, ...errorResponses([]) },
-      },
-    },
-    async () => {
+  const routes = resource(app, { tags });
+  routes.get('', {
+    summary: 'What the console needs to start a login',
+    security: [],
+    response: { 200: consoleConfig },
+    errors: [],
+    async handler() {
       const { identity, provisioning, devAllowAnonymous } = ctx.config;
       return {
         issuer: identity.issuer,
@@ -48,7 +47,7 @@ export const consoleConfigRoutes: ApiPlugin = async (app, { ctx }) => {
         anonymous: devAllowAnonymous,
       };
     },
-  );
+  });
 };
 
 const meHeaders = z.looseObject({
@@ -77,23 +76,15 @@ const me = z
 
 /** `GET /api/v1/me`: signs the caller in (provisioning them at first login) and says who they are. */
 export const meRoutes: ApiPlugin = async (app, { ctx }) => {
-  app.get(
-    '',
-    {
-      schema: {
-        summary:
-          'Signs the caller in (first login provisions them) and says who they are and where they belong',
-        description:
-          "Bearer: the access token issued for the API resource. Header `x-svc-id-token`: the ID token of the same login; its `sub` must equal the access token's and its email counts only when `email_verified` is true. Without it the verified email comes from userinfo, when the provider answers there.",
-        tags: ['account'],
-        headers: meHeaders,
-        response: {
-          200: me,
-          ...errorResponses(['unauthenticated', 'id-token-rejected', 'provider-unavailable']),
-        },
-      },
-    },
-    async (request): Promise<z.output<typeof me>> => {
+  const routes = resource(app, { tags });
+  routes.get('', {
+    summary: 'Signs the caller in (first login provisions them) and says who they are and where they belong',
+    description:
+      "Bearer: the access token issued for the API resource. Header `x-svc-id-token`: the ID token of the same login; its `sub` must equal the access token's and its email counts only when `email_verified` is true. Without it the verified email comes from userinfo, when the provider answers there.",
+    headers: meHeaders,
+    response: { 200: me },
+    errors: ['unauthenticated', 'id-token-rejected', 'provider-unavailable'],
+    async handler(request): Promise<z.output<typeof me>> {
       const token = bearerToken(request);
       if (token === undefined || token.startsWith(API_KEY_PREFIX)) {
         throw new ApiError(
@@ -156,5 +147,5 @@ export const meRoutes: ApiPlugin = async (app, { ctx }) => {
         providerChanged,
       };
     },
-  );
+  });
 };

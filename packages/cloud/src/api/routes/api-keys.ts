@@ -5,9 +5,10 @@ import { audit } from '../../audit/index.js';
 import { type ApiKey, apiKeys, hashSecret, newSecret } from '../../db/index.js';
 import { API_KEY_PREFIX } from '../auth.js';
 import { API_KEY_SCOPES } from '../authz.js';
-import { type ApiPlugin, ORG_ERRORS, requireOrgPermission } from '../context.js';
-import { ApiError, errorResponses } from '../errors.js';
-import { noContent, optionalTimestamp, orgItemParams, orgParams, timestamp, uuid } from '../schemas.js';
+import type { ApiPlugin } from '../context.js';
+import { ApiError } from '../errors.js';
+import { orgResource } from '../route.js';
+import { noContent, optionalTimestamp, orgItemParams, timestamp, uuid } from '../schemas.js';
 
 const apiKeyBody = z.object({
   name: z.string().trim().min(1).max(100),
@@ -24,28 +25,15 @@ const apiKey = z.object({
   revokedAt: optionalTimestamp,
 });
 
-const tags = ['api-keys'];
-
 /** API keys of an org's backends, under `/api/v1/orgs/:org/api-keys`: list, create, revoke. */
 export const apiKeyRoutes: ApiPlugin = async (app, { ctx }) => {
   const { db } = ctx;
+  const routes = orgResource(app, ctx, { tags: ['api-keys'], permission: 'api-keys.manage' });
 
-  app.get(
-    '',
-    {
-      schema: {
-        summary: 'API keys (never their secrets)',
-        tags,
-        params: orgParams,
-        response: {
-          200: z.object({ apiKeys: z.array(apiKey) }).describe('API keys, newest first'),
-          ...errorResponses(ORG_ERRORS),
-        },
-      },
-    },
-    async (request) => {
-      const orgId = request.params.org;
-      await requireOrgPermission(ctx, request, orgId, 'api-keys.manage');
+  routes.get('', {
+    summary: 'API keys (never their secrets)',
+    response: { 200: z.object({ apiKeys: z.array(apiKey) }).describe('API keys, newest first') },
+    async handler({ orgId }) {
       const rows = await db
         .select()
         .from(apiKeys)
@@ -53,28 +41,17 @@ export const apiKeyRoutes: ApiPlugin = async (app, { ctx }) => {
         .orderBy(desc(apiKeys.createdAt));
       return { apiKeys: rows.map(apiKeyView) };
     },
-  );
+  });
 
-  app.post(
-    '',
-    {
-      schema: {
-        summary: 'Creates an API key; the key is in this answer only',
-        tags,
-        params: orgParams,
-        body: apiKeyBody,
-        response: {
-          201: z
-            .object({ apiKey, key: z.string().describe('The key; in this answer only') })
-            .describe('The new key'),
-          ...errorResponses(ORG_ERRORS, { body: true }),
-        },
-      },
+  routes.post('', {
+    summary: 'Creates an API key; the key is in this answer only',
+    body: apiKeyBody,
+    response: {
+      201: z
+        .object({ apiKey, key: z.string().describe('The key; in this answer only') })
+        .describe('The new key'),
     },
-    async (request, reply) => {
-      const orgId = request.params.org;
-      const body = request.body;
-      const { user } = await requireOrgPermission(ctx, request, orgId, 'api-keys.manage');
+    async handler({ orgId, user }, { body }, reply) {
       const prefix = API_KEY_PREFIX + randomBytes(4).toString('hex');
       const key = newSecret(`${prefix}_`);
       const row = await db.transaction(async (tx) => {
@@ -101,41 +78,33 @@ export const apiKeyRoutes: ApiPlugin = async (app, { ctx }) => {
       });
       return reply.code(201).send({ apiKey: apiKeyView(row), key });
     },
-  );
+  });
 
-  app.delete(
-    '/:id',
-    {
-      schema: {
-        summary: 'Revokes an API key',
-        tags,
-        params: orgItemParams,
-        response: { 204: noContent, ...errorResponses(ORG_ERRORS) },
-      },
-    },
-    async (request, reply) => {
-      const p = request.params;
-      const { user } = await requireOrgPermission(ctx, request, p.org, 'api-keys.manage');
+  routes.delete('/:id', {
+    summary: 'Revokes an API key',
+    params: orgItemParams,
+    response: { 204: noContent },
+    async handler({ orgId, user }, { params: { id } }, reply) {
       await db.transaction(async (tx) => {
         const [row] = await tx
           .select()
           .from(apiKeys)
-          .where(and(eq(apiKeys.id, p.id), eq(apiKeys.orgId, p.org)));
-        if (row === undefined) throw new ApiError('not-found', `no API key ${p.id} in this organisation`);
+          .where(and(eq(apiKeys.id, id), eq(apiKeys.orgId, orgId)));
+        if (row === undefined) throw new ApiError('not-found', `no API key ${id} in this organisation`);
         if (row.revokedAt !== null) return;
-        await tx.update(apiKeys).set({ revokedAt: ctx.now() }).where(eq(apiKeys.id, p.id));
+        await tx.update(apiKeys).set({ revokedAt: ctx.now() }).where(eq(apiKeys.id, id));
         await audit(tx, {
-          orgId: p.org,
+          orgId,
           actor: { kind: 'user', id: user.id },
           action: 'api-key.revoke',
           targetKind: 'api_key',
-          targetId: p.id,
+          targetId: id,
           detail: { name: row.name, prefix: row.prefix },
         });
       });
       return reply.code(204).send();
     },
-  );
+  });
 };
 
 /** An API key as the API shows it: never the secret nor its hash. */

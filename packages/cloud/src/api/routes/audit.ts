@@ -1,9 +1,9 @@
 import { and, desc, eq, gte, lt, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { ACTOR_KINDS, auditLog } from '../../db/index.js';
-import { type ApiPlugin, ORG_ERRORS, requireOrgPermission } from '../context.js';
-import { errorResponses } from '../errors.js';
-import { orgParams, timestamp } from '../schemas.js';
+import type { ApiPlugin } from '../context.js';
+import { orgResource } from '../route.js';
+import { timestamp } from '../schemas.js';
 
 const auditQuery = z.object({
   action: z.string().max(100).optional(),
@@ -26,30 +26,20 @@ const entry = z.object({
 
 /** The audit log of an org, under `/api/v1/orgs/:org/audit`. */
 export const auditRoutes: ApiPlugin = async (app, { ctx }) => {
-  app.get(
-    '',
-    {
-      schema: {
-        summary:
-          'The audit log, newest first; filter by action, actor id, target id and time; page with `before`',
-        tags: ['audit'],
-        params: orgParams,
-        querystring: auditQuery,
-        response: {
-          200: z
-            .object({
-              entries: z.array(entry),
-              next: z.string().nullable().describe('`before` for the next page; null on the last'),
-            })
-            .describe('One page of entries, newest first'),
-          ...errorResponses(ORG_ERRORS),
-        },
-      },
+  const routes = orgResource(app, ctx, { tags: ['audit'], permission: 'audit.read' });
+  routes.get('', {
+    summary:
+      'The audit log, newest first; filter by action, actor id, target id and time; page with `before`',
+    querystring: auditQuery,
+    response: {
+      200: z
+        .object({
+          entries: z.array(entry),
+          next: z.string().nullable().describe('`before` for the next page; null on the last'),
+        })
+        .describe('One page of entries, newest first'),
     },
-    async (request) => {
-      const orgId = request.params.org;
-      const q = request.query;
-      await requireOrgPermission(ctx, request, orgId, 'audit.read');
+    async handler({ orgId }, { query: q }) {
       // Read-your-writes on this node: the log shows every token mint made before it was asked for.
       if (ctx.auditBatcher.pending > 0) await ctx.auditBatcher.flush();
       const where: SQL[] = [eq(auditLog.orgId, orgId)];
@@ -79,5 +69,5 @@ export const auditRoutes: ApiPlugin = async (app, { ctx }) => {
         next: rows.length > q.limit ? String(page[page.length - 1]!.id) : null,
       };
     },
-  );
+  });
 };

@@ -10,10 +10,12 @@ import {
   newSecret,
   robots,
 } from '../../db/index.js';
-import { type ApiPlugin, ORG_ERRORS, requireOrgPermission } from '../context.js';
+import type { ApiPlugin } from '../context.js';
 import { ed25519KeyProblem } from '../ed25519.js';
-import { ApiError, errorResponses } from '../errors.js';
-import { noContent, optionalTimestamp, orgItemParams, orgParams, timestamp, uuid } from '../schemas.js';
+import { ApiError } from '../errors.js';
+import { oneTimeState } from '../one-time.js';
+import { orgResource, resource } from '../route.js';
+import { noContent, optionalTimestamp, orgItemParams, timestamp, uuid } from '../schemas.js';
 
 /** Text every enrolment token starts with (spec 2.1). */
 export const ENROLMENT_TOKEN_PREFIX = 'svc_enr_';
@@ -84,27 +86,17 @@ const tags = ['enrolment'];
 /** Enrolment tokens of an org, under `/api/v1/orgs/:org/enrolment-tokens` (admins): create, list, revoke. */
 export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
   const { db } = ctx;
+  const routes = orgResource(app, ctx, { tags, permission: 'robots.manage' });
 
-  app.post(
-    '',
-    {
-      schema: {
-        summary: 'Creates a one-time enrolment token for a robot; the token is in this answer only',
-        tags,
-        params: orgParams,
-        body: createBody,
-        response: {
-          201: z
-            .object({ enrolmentToken, token: z.string().describe('The token; in this answer only') })
-            .describe('The new token'),
-          ...errorResponses(ORG_ERRORS, { body: true }),
-        },
-      },
+  routes.post('', {
+    summary: 'Creates a one-time enrolment token for a robot; the token is in this answer only',
+    body: createBody,
+    response: {
+      201: z
+        .object({ enrolmentToken, token: z.string().describe('The token; in this answer only') })
+        .describe('The new token'),
     },
-    async (request, reply) => {
-      const orgId = request.params.org;
-      const body = request.body;
-      const { user } = await requireOrgPermission(ctx, request, orgId, 'robots.manage');
+    async handler({ orgId, user }, { body }, reply) {
       const now = ctx.now();
       const token = newSecret(ENROLMENT_TOKEN_PREFIX);
       const row = await db.transaction(async (tx) => {
@@ -131,24 +123,14 @@ export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
       });
       return reply.code(201).send({ enrolmentToken: enrolmentTokenView(row, now), token });
     },
-  );
+  });
 
-  app.get(
-    '',
-    {
-      schema: {
-        summary: 'Enrolment tokens, newest first (never their secrets)',
-        tags,
-        params: orgParams,
-        response: {
-          200: z.object({ enrolmentTokens: z.array(enrolmentToken) }).describe('Tokens, newest first'),
-          ...errorResponses(ORG_ERRORS),
-        },
-      },
+  routes.get('', {
+    summary: 'Enrolment tokens, newest first (never their secrets)',
+    response: {
+      200: z.object({ enrolmentTokens: z.array(enrolmentToken) }).describe('Tokens, newest first'),
     },
-    async (request) => {
-      const orgId = request.params.org;
-      await requireOrgPermission(ctx, request, orgId, 'robots.manage');
+    async handler({ orgId }) {
       const rows = await db
         .select()
         .from(enrolmentTokens)
@@ -157,21 +139,14 @@ export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
       const now = ctx.now();
       return { enrolmentTokens: rows.map((r) => enrolmentTokenView(r, now)) };
     },
-  );
+  });
 
-  app.delete(
-    '/:id',
-    {
-      schema: {
-        summary: 'Revokes an enrolment token that has not been used',
-        tags,
-        params: orgItemParams,
-        response: { 204: noContent, ...errorResponses([...ORG_ERRORS, 'conflict']) },
-      },
-    },
-    async (request, reply) => {
-      const p = request.params;
-      const { user } = await requireOrgPermission(ctx, request, p.org, 'robots.manage');
+  routes.delete('/:id', {
+    summary: 'Revokes an enrolment token that has not been used',
+    params: orgItemParams,
+    response: { 204: noContent },
+    moreErrors: ['conflict'],
+    async handler({ orgId, user }, { params: { id } }, reply) {
       const now = ctx.now();
       await db.transaction(async (tx) => {
         // One statement decides against a concurrent redemption: whichever sets its column first wins.
@@ -180,8 +155,8 @@ export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
           .set({ revokedAt: now })
           .where(
             and(
-              eq(enrolmentTokens.id, p.id),
-              eq(enrolmentTokens.orgId, p.org),
+              eq(enrolmentTokens.id, id),
+              eq(enrolmentTokens.orgId, orgId),
               isNull(enrolmentTokens.redeemedAt),
               isNull(enrolmentTokens.revokedAt),
             ),
@@ -189,11 +164,11 @@ export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
           .returning();
         if (revoked !== undefined) {
           await audit(tx, {
-            orgId: p.org,
+            orgId,
             actor: { kind: 'user', id: user.id },
             action: 'enrolment-token.revoke',
             targetKind: 'enrolment_token',
-            targetId: p.id,
+            targetId: id,
             detail: { name: revoked.name },
           });
           return;
@@ -201,9 +176,9 @@ export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
         const [row] = await tx
           .select()
           .from(enrolmentTokens)
-          .where(and(eq(enrolmentTokens.id, p.id), eq(enrolmentTokens.orgId, p.org)));
+          .where(and(eq(enrolmentTokens.id, id), eq(enrolmentTokens.orgId, orgId)));
         if (row === undefined)
-          throw new ApiError('not-found', `no enrolment token ${p.id} in this organisation`);
+          throw new ApiError('not-found', `no enrolment token ${id} in this organisation`);
         if (row.redeemedAt !== null) {
           throw new ApiError(
             'conflict',
@@ -214,39 +189,28 @@ export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
       });
       return reply.code(204).send();
     },
-  );
+  });
 };
 
 /** `POST /api/v1/enrol`: a robot redeems an enrolment token with its public key (no user credential). */
 export const enrolRoutes: ApiPlugin = async (app, { ctx }) => {
-  app.post(
-    '',
-    {
-      schema: {
-        summary:
-          "A robot redeems a one-time enrolment token with its Ed25519 public key and joins the token's organisation",
-        tags,
-        security: [],
-        body: enrolBody,
-        response: {
-          201: enrolled,
-          ...errorResponses(
-            [
-              'invalid-request',
-              'enrolment-token-invalid',
-              'enrolment-token-used',
-              'enrolment-token-expired',
-              'enrolment-token-revoked',
-              'robot-enrolled',
-              'conflict',
-            ],
-            { body: true },
-          ),
-        },
-      },
-    },
-    async (request, reply) => {
-      const body = request.body;
+  const routes = resource(app, { tags });
+  routes.post('', {
+    summary:
+      "A robot redeems a one-time enrolment token with its Ed25519 public key and joins the token's organisation",
+    security: [],
+    body: enrolBody,
+    response: { 201: enrolled },
+    errors: [
+      'invalid-request',
+      'enrolment-token-invalid',
+      'enrolment-token-used',
+      'enrolment-token-expired',
+      'enrolment-token-revoked',
+      'robot-enrolled',
+      'conflict',
+    ],
+    async handler({ body }, reply) {
       if (!ENROLMENT_TOKEN_PATTERN.test(body.token)) {
         throw new ApiError(
           'enrolment-token-invalid',
@@ -255,7 +219,7 @@ export const enrolRoutes: ApiPlugin = async (app, { ctx }) => {
       }
       return reply.code(201).send(await redeem(ctx.db, body, ctx.now()));
     },
-  );
+  });
 };
 
 /**
@@ -342,23 +306,31 @@ function refusal(row: EnrolmentToken | undefined, now: Date): ApiError {
       `this enrolment token is not known; check that it was copied whole, or ${NEW_TOKEN_HINT}`,
     );
   }
-  if (row.redeemedAt !== null) {
-    return new ApiError(
-      'enrolment-token-used',
-      `this enrolment token was already used (each enrols one robot once); a new token is needed: ${NEW_TOKEN_HINT}`,
-    );
+  const state = tokenState(row, now);
+  switch (state) {
+    case 'redeemed':
+      return new ApiError(
+        'enrolment-token-used',
+        `this enrolment token was already used (each enrols one robot once); a new token is needed: ${NEW_TOKEN_HINT}`,
+      );
+    case 'revoked':
+      return new ApiError('enrolment-token-revoked', `this enrolment token was revoked; ${NEW_TOKEN_HINT}`);
+    case 'expired':
+      return new ApiError(
+        'enrolment-token-expired',
+        `this enrolment token expired at ${row.expiresAt.toISOString()}; ${NEW_TOKEN_HINT}`,
+      );
+    case 'unused':
+      // The token was usable after all: a concurrent change between the two statements.
+      return new ApiError('conflict', 'the enrolment token changed while it was being redeemed; try again');
+    default:
+      return state satisfies never;
   }
-  if (row.revokedAt !== null) {
-    return new ApiError('enrolment-token-revoked', `this enrolment token was revoked; ${NEW_TOKEN_HINT}`);
-  }
-  if (row.expiresAt <= now) {
-    return new ApiError(
-      'enrolment-token-expired',
-      `this enrolment token expired at ${row.expiresAt.toISOString()}; ${NEW_TOKEN_HINT}`,
-    );
-  }
-  // The token was usable after all: a concurrent change between the two statements.
-  return new ApiError('conflict', 'the enrolment token changed while it was being redeemed; try again');
+}
+
+/** Where an enrolment token stands at `now`. */
+function tokenState(row: EnrolmentToken, now: Date): EnrolmentTokenState {
+  return oneTimeState(row, row.redeemedAt, now, { used: 'redeemed', open: 'unused' });
 }
 
 /** Whether two base64url public keys are the same bytes (a stored key may carry padding). */
@@ -368,20 +340,12 @@ function sameKey(stored: string, presented: string): boolean {
 
 /** How an enrolment token is shown: its state at `now`, never the secret nor its hash. */
 function enrolmentTokenView(row: EnrolmentToken, now: Date): EnrolmentTokenView {
-  const state: EnrolmentTokenState =
-    row.redeemedAt !== null
-      ? 'redeemed'
-      : row.revokedAt !== null
-        ? 'revoked'
-        : row.expiresAt <= now
-          ? 'expired'
-          : 'unused';
   return {
     id: row.id,
     name: row.name,
     createdAt: row.createdAt,
     expiresAt: row.expiresAt,
-    state,
+    state: tokenState(row, now),
     redeemedAt: row.redeemedAt,
     redeemedBy: row.redeemedBy,
   };

@@ -3,11 +3,10 @@ import { z } from 'zod';
 import { audit } from '../../audit/index.js';
 import { orgs, ROBOT_ACCESS, type RobotGrant, robotGrants, users } from '../../db/index.js';
 import type { ApiPlugin } from '../context.js';
-import { ApiError, errorResponses } from '../errors.js';
-import { MANAGED_ROBOT_ERRORS, managedRobot } from '../robot-access.js';
+import { ApiError } from '../errors.js';
+import { managedRobotResource } from '../route.js';
 import { noContent, robotIdParam, timestamp, uuid } from '../schemas.js';
 
-const robotParams = z.object({ robot: robotIdParam });
 const grantParams = z.object({ robot: robotIdParam, id: uuid });
 
 const grantee = z.discriminatedUnion('kind', [
@@ -25,31 +24,15 @@ const grant = z.object({
   createdAt: timestamp,
 });
 
-/** Codes of every grant route: the robot's admins only, and a robot id in the path. */
-const GRANT_ERRORS = [...MANAGED_ROBOT_ERRORS, 'invalid-request'] as const;
-
-const tags = ['grants'];
-
 /** Who else may observe or drive a robot, under `/api/v1/robots/:robot/grants` (admins of its org). */
 export const grantRoutes: ApiPlugin = async (app, { ctx }) => {
   const { db } = ctx;
+  const routes = managedRobotResource(app, ctx, { tags: ['grants'] });
 
-  app.get(
-    '',
-    {
-      schema: {
-        summary: "A robot's grants (admin of its org)",
-        tags,
-        params: robotParams,
-        response: {
-          200: z.object({ grants: z.array(grant) }).describe('Grants, oldest first'),
-          ...errorResponses(GRANT_ERRORS),
-        },
-      },
-    },
-    async (request) => {
-      const robotId = request.params.robot;
-      await managedRobot(ctx, request, robotId);
+  routes.get('', {
+    summary: "A robot's grants (admin of its org)",
+    response: { 200: z.object({ grants: z.array(grant) }).describe('Grants, oldest first') },
+    async handler({ robotId }) {
       const rows = await db
         .select()
         .from(robotGrants)
@@ -57,26 +40,14 @@ export const grantRoutes: ApiPlugin = async (app, { ctx }) => {
         .orderBy(robotGrants.createdAt);
       return { grants: rows.map(grantView) };
     },
-  );
+  });
 
-  app.post(
-    '',
-    {
-      schema: {
-        summary: 'Grants a user, an org or everyone (public) observe or drive on a robot',
-        tags,
-        params: robotParams,
-        body: grantBody,
-        response: {
-          201: z.object({ grant }).describe('The new grant'),
-          ...errorResponses([...GRANT_ERRORS, 'conflict'], { body: true }),
-        },
-      },
-    },
-    async (request, reply) => {
-      const robotId = request.params.robot;
-      const { grantee, access } = request.body;
-      const { orgId, userId } = await managedRobot(ctx, request, robotId);
+  routes.post('', {
+    summary: 'Grants a user, an org or everyone (public) observe or drive on a robot',
+    body: grantBody,
+    response: { 201: z.object({ grant }).describe('The new grant') },
+    moreErrors: ['conflict'],
+    async handler({ robotId, orgId, userId }, { body: { grantee, access } }, reply) {
       if (grantee.kind === 'user') {
         const [known] = await db.select({ id: users.id }).from(users).where(eq(users.id, grantee.userId));
         if (known === undefined)
@@ -115,35 +86,27 @@ export const grantRoutes: ApiPlugin = async (app, { ctx }) => {
       });
       return reply.code(201).send({ grant: grantView(row) });
     },
-  );
+  });
 
-  app.delete(
-    '/:id',
-    {
-      schema: {
-        summary: 'Removes a grant',
-        tags,
-        params: grantParams,
-        response: { 204: noContent, ...errorResponses(GRANT_ERRORS) },
-      },
-    },
-    async (request, reply) => {
-      const p = request.params;
-      const { orgId, userId } = await managedRobot(ctx, request, p.robot);
+  routes.delete('/:id', {
+    summary: 'Removes a grant',
+    params: grantParams,
+    response: { 204: noContent },
+    async handler({ robotId, orgId, userId }, { params: { id } }, reply) {
       await db.transaction(async (tx) => {
         const [row] = await tx
           .delete(robotGrants)
-          .where(and(eq(robotGrants.id, p.id), eq(robotGrants.robotId, p.robot)))
+          .where(and(eq(robotGrants.id, id), eq(robotGrants.robotId, robotId)))
           .returning();
-        if (row === undefined) throw new ApiError('not-found', `no grant ${p.id} on robot ${p.robot}`);
+        if (row === undefined) throw new ApiError('not-found', `no grant ${id} on robot ${robotId}`);
         await audit(tx, {
           orgId,
           actor: { kind: 'user', id: userId },
           action: 'grant.delete',
           targetKind: 'robot',
-          targetId: p.robot,
+          targetId: robotId,
           detail: {
-            grant: p.id,
+            grant: id,
             granteeKind: row.granteeKind,
             userId: row.userId,
             orgId: row.orgId,
@@ -153,7 +116,7 @@ export const grantRoutes: ApiPlugin = async (app, { ctx }) => {
       });
       return reply.code(204).send();
     },
-  );
+  });
 };
 
 /**

@@ -4,18 +4,12 @@ import { audit } from '../../audit/index.js';
 import { hashSecret, type Invitation, invitations, newSecret, orgs } from '../../db/index.js';
 import { InvitationProviderError } from '../../invitations/index.js';
 import { mayManageRole } from '../authz.js';
-import { type ApiPlugin, ORG_ERRORS, requireOrgPermission, requireUser, USER_ERRORS } from '../context.js';
-import { ApiError, errorResponses } from '../errors.js';
+import { type ApiPlugin, requireUser, USER_ERRORS } from '../context.js';
+import { ApiError } from '../errors.js';
+import { oneTimeState } from '../one-time.js';
 import { joinByInvitation } from '../provisioning.js';
-import {
-  noContent,
-  optionalTimestamp,
-  orgItemParams,
-  orgParams,
-  orgRole,
-  timestamp,
-  uuid,
-} from '../schemas.js';
+import { orgResource, resource } from '../route.js';
+import { noContent, optionalTimestamp, orgItemParams, orgRole, timestamp, uuid } from '../schemas.js';
 
 /** Text every invitation token starts with. */
 export const INVITATION_TOKEN_PREFIX = 'svc_inv_';
@@ -42,31 +36,22 @@ const tags = ['invitations'];
 /** Invitations of an org, under `/api/v1/orgs/:org/invitations`: invite, list, revoke. */
 export const invitationRoutes: ApiPlugin = async (app, { ctx }) => {
   const { db } = ctx;
+  const routes = orgResource(app, ctx, { tags, permission: 'members.manage' });
 
-  app.post(
-    '',
-    {
-      schema: {
-        summary: 'Invites someone by email at a role; answers the link (shown once)',
-        tags,
-        params: orgParams,
-        body: invitationBody,
-        response: {
-          201: z
-            .object({
-              invitation,
-              token: z.string().describe('The invitation token; in this answer only'),
-              link: z.string().describe('The console link that accepts the invitation'),
-            })
-            .describe('The invitation, its token and its link'),
-          ...errorResponses([...ORG_ERRORS, 'provider-unavailable'], { body: true }),
-        },
-      },
+  routes.post('', {
+    summary: 'Invites someone by email at a role; answers the link (shown once)',
+    body: invitationBody,
+    response: {
+      201: z
+        .object({
+          invitation,
+          token: z.string().describe('The invitation token; in this answer only'),
+          link: z.string().describe('The console link that accepts the invitation'),
+        })
+        .describe('The invitation, its token and its link'),
     },
-    async (request, reply) => {
-      const orgId = request.params.org;
-      const body = request.body;
-      const { user, role } = await requireOrgPermission(ctx, request, orgId, 'members.manage');
+    moreErrors: ['provider-unavailable'],
+    async handler({ orgId, user, role }, { body }, reply) {
       if (!mayManageRole(role, body.role)) {
         throw new ApiError('forbidden', `an ${role} cannot invite a ${body.role}; ask an owner`);
       }
@@ -117,24 +102,12 @@ export const invitationRoutes: ApiPlugin = async (app, { ctx }) => {
       });
       return reply.code(201).send({ invitation: invitationView(row, now), token, link });
     },
-  );
+  });
 
-  app.get(
-    '',
-    {
-      schema: {
-        summary: 'Invitations, newest first',
-        tags,
-        params: orgParams,
-        response: {
-          200: z.object({ invitations: z.array(invitation) }).describe('Invitations, newest first'),
-          ...errorResponses(ORG_ERRORS),
-        },
-      },
-    },
-    async (request) => {
-      const orgId = request.params.org;
-      await requireOrgPermission(ctx, request, orgId, 'members.manage');
+  routes.get('', {
+    summary: 'Invitations, newest first',
+    response: { 200: z.object({ invitations: z.array(invitation) }).describe('Invitations, newest first') },
+    async handler({ orgId }) {
       const rows = await db
         .select()
         .from(invitations)
@@ -143,65 +116,53 @@ export const invitationRoutes: ApiPlugin = async (app, { ctx }) => {
       const now = ctx.now();
       return { invitations: rows.map((r) => invitationView(r, now)) };
     },
-  );
+  });
 
-  app.delete(
-    '/:id',
-    {
-      schema: {
-        summary: 'Revokes an invitation',
-        tags,
-        params: orgItemParams,
-        response: { 204: noContent, ...errorResponses([...ORG_ERRORS, 'conflict']) },
-      },
-    },
-    async (request, reply) => {
-      const p = request.params;
-      const { user, role } = await requireOrgPermission(ctx, request, p.org, 'members.manage');
+  routes.delete('/:id', {
+    summary: 'Revokes an invitation',
+    params: orgItemParams,
+    response: { 204: noContent },
+    moreErrors: ['conflict'],
+    async handler({ orgId, user, role }, { params: { id } }, reply) {
       await db.transaction(async (tx) => {
         const [row] = await tx
           .select()
           .from(invitations)
-          .where(and(eq(invitations.id, p.id), eq(invitations.orgId, p.org)));
-        if (row === undefined) throw new ApiError('not-found', `no invitation ${p.id} in this organisation`);
+          .where(and(eq(invitations.id, id), eq(invitations.orgId, orgId)));
+        if (row === undefined) throw new ApiError('not-found', `no invitation ${id} in this organisation`);
         if (!mayManageRole(role, row.role))
           throw new ApiError('forbidden', `an ${role} cannot revoke an invitation as ${row.role}`);
         if (row.acceptedAt !== null)
           throw new ApiError('conflict', 'the invitation was already accepted; remove the member instead');
         if (row.revokedAt !== null) return;
-        await tx.update(invitations).set({ revokedAt: ctx.now() }).where(eq(invitations.id, p.id));
+        await tx.update(invitations).set({ revokedAt: ctx.now() }).where(eq(invitations.id, id));
         await audit(tx, {
-          orgId: p.org,
+          orgId,
           actor: { kind: 'user', id: user.id },
           action: 'invitation.revoke',
           targetKind: 'invitation',
-          targetId: p.id,
+          targetId: id,
           detail: { email: row.email, role: row.role },
         });
       });
       return reply.code(204).send();
     },
-  );
+  });
 };
 
 /** `POST /api/v1/invitations/accept`: the invitee accepts with the token of their link. */
 export const invitationAcceptRoutes: ApiPlugin = async (app, { ctx }) => {
-  app.post(
-    '/accept',
-    {
-      schema: {
-        summary: "Accepts an invitation with its token; the caller's verified email must be the invited one",
-        tags,
-        body: acceptBody,
-        response: {
-          200: z
-            .object({ org: z.object({ id: uuid }), role: orgRole })
-            .describe('The organisation joined, and the role in it'),
-          ...errorResponses([...USER_ERRORS, 'invalid-request', 'not-found', 'gone'], { body: true }),
-        },
-      },
+  const routes = resource(app, { tags });
+  routes.post('/accept', {
+    summary: "Accepts an invitation with its token; the caller's verified email must be the invited one",
+    body: acceptBody,
+    response: {
+      200: z
+        .object({ org: z.object({ id: uuid }), role: orgRole })
+        .describe('The organisation joined, and the role in it'),
     },
-    async (request) => {
+    errors: [...USER_ERRORS, 'invalid-request', 'not-found', 'gone'],
+    async handler(request) {
       const user = await requireUser(ctx, request);
       const now = ctx.now();
       return ctx.db.transaction(async (tx) => {
@@ -212,11 +173,9 @@ export const invitationAcceptRoutes: ApiPlugin = async (app, { ctx }) => {
           .for('update');
         if (row === undefined)
           throw new ApiError('not-found', 'no invitation has this token; ask for a new invitation');
-        if (row.acceptedAt !== null || row.revokedAt !== null || row.expiresAt <= now) {
-          const why =
-            row.acceptedAt !== null ? 'already accepted' : row.revokedAt !== null ? 'revoked' : 'expired';
-          throw new ApiError('gone', `this invitation was ${why}; ask for a new invitation`);
-        }
+        const state = oneTimeState(row, row.acceptedAt, now, { used: 'already accepted', open: 'open' });
+        if (state !== 'open')
+          throw new ApiError('gone', `this invitation was ${state}; ask for a new invitation`);
         if (user.email === null || user.email !== row.email) {
           throw new ApiError(
             'forbidden',
@@ -227,24 +186,16 @@ export const invitationAcceptRoutes: ApiPlugin = async (app, { ctx }) => {
         return { org: { id: row.orgId }, role: row.role };
       });
     },
-  );
+  });
 };
 
 /** An invitation as the API shows it: its state at `now`, never the token nor its hash. */
 function invitationView(row: Invitation, now: Date): z.output<typeof invitation> {
-  const state =
-    row.acceptedAt !== null
-      ? 'accepted'
-      : row.revokedAt !== null
-        ? 'revoked'
-        : row.expiresAt <= now
-          ? 'expired'
-          : 'pending';
   return {
     id: row.id,
     email: row.email,
     role: row.role,
-    state,
+    state: oneTimeState(row, row.acceptedAt, now, { used: 'accepted', open: 'pending' }),
     createdAt: row.createdAt,
     expiresAt: row.expiresAt,
     acceptedAt: row.acceptedAt,

@@ -3,9 +3,10 @@ import { z } from 'zod';
 import { audit } from '../../audit/index.js';
 import { type CloudDb, memberships, type OrgRole, users } from '../../db/index.js';
 import { mayManageRole } from '../authz.js';
-import { type ApiPlugin, ORG_ERRORS, requireOrgPermission, requireUser, roleIn } from '../context.js';
-import { ApiError, errorResponses } from '../errors.js';
-import { noContent, orgParams, orgRole, timestamp, uuid } from '../schemas.js';
+import type { ApiPlugin } from '../context.js';
+import { ApiError } from '../errors.js';
+import { orgResource } from '../route.js';
+import { noContent, orgRole, timestamp, uuid } from '../schemas.js';
 
 const memberParams = z.object({ org: uuid, user: uuid });
 const roleBody = z.object({ role: orgRole });
@@ -18,28 +19,16 @@ const member = z.object({
   since: timestamp,
 });
 
-const tags = ['members'];
-
 /** Members of an org and their roles, under `/api/v1/orgs/:org/members`. */
 export const memberRoutes: ApiPlugin = async (app, { ctx }) => {
   const { db } = ctx;
+  const routes = orgResource(app, ctx, { tags: ['members'], permission: 'members.manage' });
 
-  app.get(
-    '',
-    {
-      schema: {
-        summary: 'Members and their roles',
-        tags,
-        params: orgParams,
-        response: {
-          200: z.object({ members: z.array(member) }).describe('Members, by email'),
-          ...errorResponses(ORG_ERRORS),
-        },
-      },
-    },
-    async (request) => {
-      const orgId = request.params.org;
-      await requireOrgPermission(ctx, request, orgId, 'org.read');
+  routes.get('', {
+    summary: 'Members and their roles',
+    permission: 'org.read',
+    response: { 200: z.object({ members: z.array(member) }).describe('Members, by email') },
+    async handler({ orgId }) {
       const rows = await db
         .select({
           userId: users.id,
@@ -54,87 +43,74 @@ export const memberRoutes: ApiPlugin = async (app, { ctx }) => {
         .orderBy(users.email);
       return { members: rows };
     },
-  );
+  });
 
-  app.patch(
-    '/:user',
-    {
-      schema: {
-        summary: "Changes a member's role",
-        description: 'Admins manage operators and viewers; owners manage everyone. An org keeps one owner.',
-        tags,
-        params: memberParams,
-        body: roleBody,
-        response: {
-          200: z.object({ member: z.object({ userId: uuid, role: orgRole }) }).describe('The new role'),
-          ...errorResponses([...ORG_ERRORS, 'conflict'], { body: true }),
-        },
-      },
+  routes.patch('/:user', {
+    summary: "Changes a member's role",
+    description: 'Admins manage operators and viewers; owners manage everyone. An org keeps one owner.',
+    params: memberParams,
+    body: roleBody,
+    response: {
+      200: z.object({ member: z.object({ userId: uuid, role: orgRole }) }).describe('The new role'),
     },
-    async (request) => {
-      const p = request.params;
-      const { role } = request.body;
-      const { user, role: actorRole } = await requireOrgPermission(ctx, request, p.org, 'members.manage');
+    moreErrors: ['conflict'],
+    async handler({ orgId, user, role: actorRole }, { params, body: { role } }) {
       return db.transaction(async (tx) => {
-        const current = await memberRole(tx, p.org, p.user);
+        const current = await memberRole(tx, orgId, params.user);
         if (!mayManageRole(actorRole, current) || !mayManageRole(actorRole, role)) {
           throw new ApiError(
             'forbidden',
             `an ${actorRole} cannot change a ${current} into a ${role}; ask an owner`,
           );
         }
-        if (current === 'owner' && role !== 'owner') await keepAnOwner(tx, p.org);
+        if (current === 'owner' && role !== 'owner') await keepAnOwner(tx, orgId);
         await tx
           .update(memberships)
           .set({ role })
-          .where(and(eq(memberships.orgId, p.org), eq(memberships.userId, p.user)));
+          .where(and(eq(memberships.orgId, orgId), eq(memberships.userId, params.user)));
         await audit(tx, {
-          orgId: p.org,
+          orgId,
           actor: { kind: 'user', id: user.id },
           action: 'membership.update',
           targetKind: 'user',
-          targetId: p.user,
+          targetId: params.user,
           detail: { from: current, to: role },
         });
-        return { member: { userId: p.user, role } };
+        return { member: { userId: params.user, role } };
       });
     },
-  );
+  });
 
-  app.delete(
-    '/:user',
-    {
-      schema: {
-        summary: 'Removes a member (or leaves, for oneself)',
-        tags,
-        params: memberParams,
-        response: { 204: noContent, ...errorResponses([...ORG_ERRORS, 'conflict']) },
-      },
-    },
-    async (request, reply) => {
-      const p = request.params;
-      const user = await requireUser(ctx, request);
-      const actorRole = await roleIn(db, p.org, user.id);
+  routes.delete('/:user', {
+    summary: 'Removes a member (or leaves, for oneself)',
+    // Any member may leave; who may remove whom is weighed below.
+    permission: 'org.read',
+    params: memberParams,
+    response: { 204: noContent },
+    moreErrors: ['conflict'],
+    async handler({ orgId, user, role: actorRole }, { params }, reply) {
       await db.transaction(async (tx) => {
-        const current = await memberRole(tx, p.org, p.user);
-        const self = p.user === user.id;
+        const current = await memberRole(tx, orgId, params.user);
+        const self = params.user === user.id;
         if (!self && !mayManageRole(actorRole, current)) {
           throw new ApiError('forbidden', `an ${actorRole} cannot remove a ${current}; ask an owner`);
         }
-        if (current === 'owner') await keepAnOwner(tx, p.org);
-        await tx.delete(memberships).where(and(eq(memberships.orgId, p.org), eq(memberships.userId, p.user)));
+        if (current === 'owner') await keepAnOwner(tx, orgId);
+        await tx
+          .delete(memberships)
+          .where(and(eq(memberships.orgId, orgId), eq(memberships.userId, params.user)));
         await audit(tx, {
-          orgId: p.org,
+          orgId,
           actor: { kind: 'user', id: user.id },
           action: self ? 'membership.leave' : 'membership.delete',
           targetKind: 'user',
-          targetId: p.user,
+          targetId: params.user,
           detail: { role: current },
         });
       });
       return reply.code(204).send();
     },
-  );
+  });
 };
 
 /**

@@ -2,9 +2,10 @@ import { count, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { audit } from '../../audit/index.js';
 import { memberships, orgs, robots } from '../../db/index.js';
-import { type ApiPlugin, ORG_ERRORS, requireOrgPermission, requireUser, USER_ERRORS } from '../context.js';
-import { ApiError, errorResponses } from '../errors.js';
-import { noContent, orgParams, orgRole, timestamp, uuid } from '../schemas.js';
+import { type ApiPlugin, requireUser, USER_ERRORS } from '../context.js';
+import { ApiError } from '../errors.js';
+import { orgResource, resource } from '../route.js';
+import { noContent, orgRole, timestamp, uuid } from '../schemas.js';
 
 const orgBody = z.object({ name: z.string().trim().min(1).max(100) });
 
@@ -15,20 +16,14 @@ const tags = ['orgs'];
 /** Organisations, under `/api/v1/orgs`: list, create, read, rename, delete. */
 export const orgRoutes: ApiPlugin = async (app, { ctx }) => {
   const { db } = ctx;
+  const collection = resource(app, { tags });
+  const item = orgResource(app, ctx, { tags, permission: 'org.read' });
 
-  app.get(
-    '',
-    {
-      schema: {
-        summary: "The caller's organisations",
-        tags,
-        response: {
-          200: z.object({ orgs: z.array(orgListed) }).describe("The caller's organisations, by name"),
-          ...errorResponses(USER_ERRORS),
-        },
-      },
-    },
-    async (request) => {
+  collection.get('', {
+    summary: "The caller's organisations",
+    response: { 200: z.object({ orgs: z.array(orgListed) }).describe("The caller's organisations, by name") },
+    errors: USER_ERRORS,
+    async handler(request) {
       const user = await requireUser(ctx, request);
       const rows = await db
         .select({ id: orgs.id, name: orgs.name, role: memberships.role, createdAt: orgs.createdAt })
@@ -38,22 +33,14 @@ export const orgRoutes: ApiPlugin = async (app, { ctx }) => {
         .orderBy(orgs.name);
       return { orgs: rows };
     },
-  );
+  });
 
-  app.post(
-    '',
-    {
-      schema: {
-        summary: 'Creates an organisation the caller owns (self-serve only)',
-        tags,
-        body: orgBody,
-        response: {
-          201: z.object({ org: orgListed }).describe('The new organisation; the caller is its owner'),
-          ...errorResponses([...USER_ERRORS, 'invalid-request'], { body: true }),
-        },
-      },
-    },
-    async (request, reply) => {
+  collection.post('', {
+    summary: 'Creates an organisation the caller owns (self-serve only)',
+    body: orgBody,
+    response: { 201: z.object({ org: orgListed }).describe('The new organisation; the caller is its owner') },
+    errors: [...USER_ERRORS, 'invalid-request'],
+    async handler(request, reply) {
       const user = await requireUser(ctx, request);
       const { name } = request.body;
       if (ctx.config.provisioning !== 'self-serve') {
@@ -79,34 +66,24 @@ export const orgRoutes: ApiPlugin = async (app, { ctx }) => {
         .code(201)
         .send({ org: { id: org.id, name: org.name, role: 'owner', createdAt: org.createdAt } });
     },
-  );
+  });
 
-  app.get(
-    '/:org',
-    {
-      schema: {
-        summary: 'One organisation',
-        tags,
-        params: orgParams,
-        response: {
-          200: z
-            .object({
-              org: z.object({
-                id: uuid,
-                name: z.string(),
-                createdAt: timestamp,
-                role: orgRole.describe("The caller's role"),
-                members: z.number().int(),
-              }),
-            })
-            .describe('The organisation, with the caller’s role and its number of members'),
-          ...errorResponses(ORG_ERRORS),
-        },
-      },
+  item.get('/:org', {
+    summary: 'One organisation',
+    response: {
+      200: z
+        .object({
+          org: z.object({
+            id: uuid,
+            name: z.string(),
+            createdAt: timestamp,
+            role: orgRole.describe("The caller's role"),
+            members: z.number().int(),
+          }),
+        })
+        .describe('The organisation, with the caller’s role and its number of members'),
     },
-    async (request) => {
-      const orgId = request.params.org;
-      const { role } = await requireOrgPermission(ctx, request, orgId, 'org.read');
+    async handler({ orgId, role }) {
       const [org] = await db.select().from(orgs).where(eq(orgs.id, orgId));
       const [{ members } = { members: 0 }] = await db
         .select({ members: count() })
@@ -114,26 +91,14 @@ export const orgRoutes: ApiPlugin = async (app, { ctx }) => {
         .where(eq(memberships.orgId, orgId));
       return { org: { id: org!.id, name: org!.name, createdAt: org!.createdAt, role, members } };
     },
-  );
+  });
 
-  app.patch(
-    '/:org',
-    {
-      schema: {
-        summary: 'Renames an organisation (admin)',
-        tags,
-        params: orgParams,
-        body: orgBody,
-        response: {
-          200: z.object({ org: z.object({ id: uuid, name: z.string() }) }).describe('The new name'),
-          ...errorResponses(ORG_ERRORS, { body: true }),
-        },
-      },
-    },
-    async (request) => {
-      const orgId = request.params.org;
-      const { name } = request.body;
-      const { user } = await requireOrgPermission(ctx, request, orgId, 'org.update');
+  item.patch('/:org', {
+    summary: 'Renames an organisation (admin)',
+    permission: 'org.update',
+    body: orgBody,
+    response: { 200: z.object({ org: z.object({ id: uuid, name: z.string() }) }).describe('The new name') },
+    async handler({ orgId, user }, { body: { name } }) {
       await db.transaction(async (tx) => {
         await tx.update(orgs).set({ name }).where(eq(orgs.id, orgId));
         await audit(tx, {
@@ -147,23 +112,14 @@ export const orgRoutes: ApiPlugin = async (app, { ctx }) => {
       });
       return { org: { id: orgId, name } };
     },
-  );
+  });
 
-  app.delete(
-    '/:org',
-    {
-      schema: {
-        summary: 'Deletes an organisation (owner)',
-        description:
-          'Its robots (and their grants) are deleted with it; they must enrol again to join another.',
-        tags,
-        params: orgParams,
-        response: { 204: noContent, ...errorResponses(ORG_ERRORS) },
-      },
-    },
-    async (request, reply) => {
-      const orgId = request.params.org;
-      const { user } = await requireOrgPermission(ctx, request, orgId, 'org.delete');
+  item.delete('/:org', {
+    summary: 'Deletes an organisation (owner)',
+    description: 'Its robots (and their grants) are deleted with it; they must enrol again to join another.',
+    permission: 'org.delete',
+    response: { 204: noContent },
+    async handler({ orgId, user }, _request, reply) {
       await db.transaction(async (tx) => {
         // A robot has at most one org: the org's robots (and their grants) go with it, and must
         // enrol again to join another.
@@ -183,5 +139,5 @@ export const orgRoutes: ApiPlugin = async (app, { ctx }) => {
       });
       return reply.code(204).send();
     },
-  );
+  });
 };

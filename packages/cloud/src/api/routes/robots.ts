@@ -4,17 +4,11 @@ import { audit } from '../../audit/index.js';
 import { ROBOT_ACCESS, type Robot, type RobotAccess, robots } from '../../db/index.js';
 import { offlineView, type PresenceView } from '../../signalling/index.js';
 import { type ApiPlugin, CALLER_ERRORS } from '../context.js';
-import { ApiError, errorResponses } from '../errors.js';
-import {
-  accessTo,
-  MANAGED_ROBOT_ERRORS,
-  managedRobot,
-  publicRobots,
-  visibleRobots,
-} from '../robot-access.js';
-import { noContent, optionalTimestamp, robotIdParam, uuid } from '../schemas.js';
+import { ApiError } from '../errors.js';
+import { accessTo, publicRobots, visibleRobots } from '../robot-access.js';
+import { managedRobotResource, resource } from '../route.js';
+import { noContent, optionalTimestamp, robotIdParam, robotParams, uuid } from '../schemas.js';
 
-const robotParams = z.object({ robot: robotIdParam });
 const sessionParams = z.object({ robot: robotIdParam, session: z.string().min(1).max(128) });
 
 const sessionRole = z.enum(['driver', 'observer']);
@@ -53,20 +47,14 @@ const tags = ['robots'];
 /** Robots, under `/api/v1/robots`: the ones the caller may see, one with its presence, deletion. */
 export const robotRoutes: ApiPlugin = async (app, { ctx }) => {
   const { db } = ctx;
+  const visible = resource(app, { tags });
+  const managed = managedRobotResource(app, ctx, { tags });
 
-  app.get(
-    '',
-    {
-      schema: {
-        summary: 'Robots the caller may see (without credentials: robots with a public grant)',
-        tags,
-        response: {
-          200: z.object({ robots: z.array(robot) }).describe('Robots, by id, with their presence'),
-          ...errorResponses([...CALLER_ERRORS, 'forbidden']),
-        },
-      },
-    },
-    async (request) => {
+  visible.get('', {
+    summary: 'Robots the caller may see (without credentials: robots with a public grant)',
+    response: { 200: z.object({ robots: z.array(robot) }).describe('Robots, by id, with their presence') },
+    errors: [...CALLER_ERRORS, 'forbidden'],
+    async handler(request) {
       const caller = await ctx.auth.caller(request);
       const rows = await db
         .select()
@@ -87,22 +75,14 @@ export const robotRoutes: ApiPlugin = async (app, { ctx }) => {
         ),
       };
     },
-  );
+  });
 
-  app.get(
-    '/:robot',
-    {
-      schema: {
-        summary: 'One robot the caller may see, with its presence (online, channels, candidates, sessions)',
-        tags,
-        params: robotParams,
-        response: {
-          200: z.object({ robot }).describe('The robot and its presence'),
-          ...errorResponses([...CALLER_ERRORS, 'forbidden', 'not-found', 'invalid-request']),
-        },
-      },
-    },
-    async (request) => {
+  visible.get('/:robot', {
+    summary: 'One robot the caller may see, with its presence (online, channels, candidates, sessions)',
+    params: robotParams,
+    response: { 200: z.object({ robot }).describe('The robot and its presence') },
+    errors: [...CALLER_ERRORS, 'forbidden', 'not-found', 'invalid-request'],
+    async handler(request) {
       const robotId = request.params.robot;
       const caller = await ctx.auth.caller(request);
       const [row] = await db
@@ -121,29 +101,20 @@ export const robotRoutes: ApiPlugin = async (app, { ctx }) => {
         ),
       };
     },
-  );
+  });
 
-  app.delete(
-    '/:robot',
-    {
-      schema: {
-        summary: 'Deletes a robot (admin of its org)',
-        description: 'Its sessions end and its signalling connection is refused (`robot-deleted`).',
-        tags,
-        params: robotParams,
-        response: { 204: noContent, ...errorResponses([...MANAGED_ROBOT_ERRORS, 'invalid-request']) },
-      },
-    },
-    async (request, reply) => {
-      const robotId = request.params.robot;
-      const row = await managedRobot(ctx, request, robotId);
+  managed.delete('/:robot', {
+    summary: 'Deletes a robot (admin of its org)',
+    description: 'Its sessions end and its signalling connection is refused (`robot-deleted`).',
+    response: { 204: noContent },
+    async handler({ robotId, orgId, userId }, _request, reply) {
       // The actor is known from managedRobot: no query outside `tx` while it is open (PGlite has
       // one connection, so such a query would wait for the transaction forever).
       await db.transaction(async (tx) => {
         await tx.delete(robots).where(eq(robots.robotId, robotId));
         await audit(tx, {
-          orgId: row.orgId,
-          actor: { kind: 'user', id: row.userId },
+          orgId,
+          actor: { kind: 'user', id: userId },
           action: 'robot.delete',
           targetKind: 'robot',
           targetId: robotId,
@@ -152,61 +123,43 @@ export const robotRoutes: ApiPlugin = async (app, { ctx }) => {
       ctx.signalling?.robotDeleted(robotId);
       return reply.code(204).send();
     },
-  );
+  });
 };
 
 /** A robot's open sessions, under `/api/v1/robots/:robot/sessions`: list, end one (admins of its org). */
 export const robotSessionRoutes: ApiPlugin = async (app, { ctx }) => {
-  app.get(
-    '',
-    {
-      schema: {
-        summary: "A robot's open sessions, with who holds them (admin of its org)",
-        tags,
-        params: robotParams,
-        response: {
-          200: z
-            .object({
-              sessions: z.array(
-                z.object({
-                  sessionId: z.string(),
-                  role: sessionRole,
-                  sub: z.string().describe("Who the session is for: the token's `sub`"),
-                  started: z.boolean().describe('Whether the robot reported it running'),
-                }),
-              ),
-            })
-            .describe('Open sessions on this node (none while the robot is offline)'),
-          ...errorResponses([...MANAGED_ROBOT_ERRORS, 'invalid-request']),
-        },
-      },
+  const routes = managedRobotResource(app, ctx, { tags });
+  routes.get('', {
+    summary: "A robot's open sessions, with who holds them (admin of its org)",
+    response: {
+      200: z
+        .object({
+          sessions: z.array(
+            z.object({
+              sessionId: z.string(),
+              role: sessionRole,
+              sub: z.string().describe("Who the session is for: the token's `sub`"),
+              started: z.boolean().describe('Whether the robot reported it running'),
+            }),
+          ),
+        })
+        .describe('Open sessions on this node (none while the robot is offline)'),
     },
-    async (request) => {
-      const robotId = request.params.robot;
-      await managedRobot(ctx, request, robotId);
+    async handler({ robotId }) {
       return { sessions: [...(ctx.signalling?.presenceOf(robotId)?.sessions ?? [])] };
     },
-  );
+  });
 
-  app.delete(
-    '/:session',
-    {
-      schema: {
-        summary:
-          'Ends a session on a robot now; the robot refuses its token until it expires (admin of its org)',
-        tags,
-        params: sessionParams,
-        response: { 204: noContent, ...errorResponses([...MANAGED_ROBOT_ERRORS, 'invalid-request']) },
-      },
-    },
-    async (request, reply) => {
-      const p = request.params;
-      const { orgId, userId } = await managedRobot(ctx, request, p.robot);
-      const revoked = ctx.signalling?.revokeSession(p.robot, p.session, 'revoked by an admin') ?? false;
+  routes.delete('/:session', {
+    summary: 'Ends a session on a robot now; the robot refuses its token until it expires (admin of its org)',
+    params: sessionParams,
+    response: { 204: noContent },
+    async handler({ robotId, orgId, userId }, { params: { session } }, reply) {
+      const revoked = ctx.signalling?.revokeSession(robotId, session, 'revoked by an admin') ?? false;
       if (!revoked) {
         throw new ApiError(
           'not-found',
-          `no open session ${p.session} on robot ${p.robot} (it may have ended, or the robot is offline)`,
+          `no open session ${session} on robot ${robotId} (it may have ended, or the robot is offline)`,
         );
       }
       await audit(ctx.db, {
@@ -214,12 +167,12 @@ export const robotSessionRoutes: ApiPlugin = async (app, { ctx }) => {
         actor: { kind: 'user', id: userId },
         action: 'session.revoke',
         targetKind: 'robot',
-        targetId: p.robot,
-        detail: { session: p.session },
+        targetId: robotId,
+        detail: { session },
       });
       return reply.code(204).send();
     },
-  );
+  });
 };
 
 /** A robot as the API lists it: its record and its presence on this node. */

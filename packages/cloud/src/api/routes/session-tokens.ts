@@ -7,8 +7,9 @@ import { type CloudDb, memberships, type OrgRole } from '../../db/index.js';
 import { SESSION_SCOPES, SESSION_TOKEN_ALG, type SessionTokenClaims } from '../../sessions/index.js';
 import type { Caller } from '../auth.js';
 import { type ApiPlugin, CALLER_ERRORS, hasScope } from '../context.js';
-import { ApiError, errorResponses } from '../errors.js';
+import { ApiError } from '../errors.js';
 import { mintableAccess, RobotFactsCache } from '../mint.js';
+import { resource } from '../route.js';
 
 /** Text of at most 128 characters without control characters (they would poison the audit log's batch). */
 const label = z
@@ -66,25 +67,18 @@ const tags = ['sessions'];
  * mint is audited through the batcher.
  */
 export const sessionTokenRoutes: ApiPlugin = async (app, { ctx }) => {
+  const routes = resource(app, { tags });
   const clock = () => ctx.now().getTime();
   const robotFacts = new RobotFactsCache(ctx.db, clock);
   const devMode = ctx.config.devOpenEnrolment || ctx.config.devAllowAnonymous;
 
-  app.post(
-    '',
-    {
-      schema: {
-        summary:
-          'Mints a pilot session token (ES256 JWT) to drive or observe one robot; API keys need the sessions:mint scope',
-        tags,
-        body: mintBody,
-        response: {
-          201: minted,
-          ...errorResponses([...CALLER_ERRORS, 'invalid-request', 'forbidden', 'not-found'], { body: true }),
-        },
-      },
-    },
-    async (request, reply) => {
+  routes.post('', {
+    summary:
+      'Mints a pilot session token (ES256 JWT) to drive or observe one robot; API keys need the sessions:mint scope',
+    body: mintBody,
+    response: { 201: minted },
+    errors: [...CALLER_ERRORS, 'invalid-request', 'forbidden', 'not-found'],
+    async handler(request, reply) {
       const body = request.body;
       const caller = await ctx.auth.caller(request, { cacheApiKeys: true });
       if (caller.kind === 'api-key' && !hasScope(caller, 'sessions:mint')) {
@@ -157,7 +151,7 @@ export const sessionTokenRoutes: ApiPlugin = async (app, { ctx }) => {
       });
       return reply.code(201).send({ token, robotId: body.robotId, scope: body.scope, expiresAt, jti });
     },
-  );
+  });
 };
 
 /**
@@ -165,21 +159,17 @@ export const sessionTokenRoutes: ApiPlugin = async (app, { ctx }) => {
  * robots and the signalling server (no credential).
  */
 export const sessionJwksRoutes: ApiPlugin = async (app, { ctx }) => {
-  app.get(
-    '',
-    {
-      schema: {
-        summary: 'The public keys of pilot session tokens (ES256), for robots and the signalling server',
-        tags,
-        security: [],
-        response: { 200: jwks, ...errorResponses([]) },
-      },
-    },
-    async (_request, reply) => {
+  const routes = resource(app, { tags });
+  routes.get('', {
+    summary: 'The public keys of pilot session tokens (ES256), for robots and the signalling server',
+    security: [],
+    response: { 200: jwks },
+    errors: [],
+    async handler(_request, reply) {
       reply.header('cache-control', 'public, max-age=60');
       return ctx.sessionKeys.jwks();
     },
-  );
+  });
 };
 
 /** The user's role in each of their orgs. */
