@@ -91,7 +91,9 @@ const num = (point: TimelinePoint, key: string) => Number(point.robot[key] ?? Nu
 describe('rate controller', () => {
   it('under 5 % burst loss raises parity and lowers the video request within the ceiling, then gives the bytes back on a clean link', async () => {
     const s = await setUp('abr-loss', { bitrateKbps: 3000 }, {});
-    const watching = s.watch(30);
+    // 4 s clean, 10 s of loss, then about 20 s clean: the request climbs back in additive steps,
+    // and with two test files sharing the machine 16 s was sometimes one step short (1792 < 1999).
+    const watching = s.watch(34);
     await new Promise((resolve) => setTimeout(resolve, 4_000));
     const lossFrom = Date.now();
     s.shaper.update({ down: { burstLoss: { rate: 0.05, meanBurst: 3 } } });
@@ -124,8 +126,8 @@ describe('rate controller', () => {
     expect(num(last, 'abr_bitrate_kbps')).toBeGreaterThan(num(worst, 'abr_bitrate_kbps'));
     const ups = videoConfigs(s.camera).filter((m) => m.reason === 'abr-up');
     expect(ups.length).toBeGreaterThan(0);
-    expect(result.stats.channels['1']?.painted).toBeGreaterThan(500); // of ~900 in 30 s
-  });
+    expect(result.stats.channels['1']?.painted).toBeGreaterThan(500); // of ~1000 in 34 s
+  }, 120_000);
 
   it('on a link capped at 2 Mbit/s, lowers a 3 Mbit/s stream until the backlog stops growing, and the picture stays live', async () => {
     const s = await setUp('abr-cap', { bitrateKbps: 3000 }, { rateKbps: 2000, queueBytes: 256 * 1024 });
