@@ -162,25 +162,8 @@ export class PilotConnection {
    *   {@link MAX_COMMAND_BYTES}.
    */
   sendCommand(channel: string | number, payload: string | Uint8Array): boolean {
-    const state = this.#state;
-    switch (state.kind) {
-      case 'idle':
-      case 'closed':
-      case 'denied':
-        throw new TypeError(
-          `sendCommand() on a connection that is ${state.kind}: there is no session to send on`,
-        );
-      case 'offering':
-      case 'dialing':
-      case 'handshaking':
-      case 'starting':
-      case 'reconnecting':
-        return false;
-      case 'connected':
-        return state.session.sendCommand(channel, payload);
-      default:
-        return state satisfies never;
-    }
+    const state = this.#connectedFor('sendCommand()', 'there is no session to send on');
+    return state?.session.sendCommand(channel, payload) ?? false;
   }
 
   /**
@@ -191,22 +174,33 @@ export class PilotConnection {
    * @throws {TypeError} before `connect()` and after the connection ended (`closed`, `denied`).
    */
   setQos(profile: QosProfileName): boolean {
+    const state = this.#connectedFor('setQos()', 'there is no session to ask');
+    if (state === undefined || state.session.role !== 'driver') return false;
+    state.link.send({ type: 'set-qos', profile });
+    return true;
+  }
+
+  /**
+   * The connected state for a call that needs a session, `undefined` while the connection is on
+   * its way (the call does nothing and says so with `false`).
+   *
+   * @throws {TypeError} before `connect()` and after the connection ended: the caller's mistake.
+   */
+  #connectedFor(call: string, why: string): Extract<ConnectionState, { kind: 'connected' }> | undefined {
     const state = this.#state;
     switch (state.kind) {
       case 'idle':
       case 'closed':
       case 'denied':
-        throw new TypeError(`setQos() on a connection that is ${state.kind}: there is no session to ask`);
+        throw new TypeError(`${call} on a connection that is ${state.kind}: ${why}`);
       case 'offering':
       case 'dialing':
       case 'handshaking':
       case 'starting':
       case 'reconnecting':
-        return false;
+        return undefined;
       case 'connected':
-        if (state.session.role !== 'driver') return false;
-        state.link.send({ type: 'set-qos', profile });
-        return true;
+        return state;
       default:
         return state satisfies never;
     }
