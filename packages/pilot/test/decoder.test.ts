@@ -77,6 +77,7 @@ function frame(i: number, gop = 30, extra: Partial<AssembledFrame> = {}): Assemb
     keyframe: i % gop === 0,
     captureTimestampUs: (WRAP - 5 * 33_000 + i * 33_000) % WRAP,
     gopPosition: i % gop,
+    captureClockUs: 0,
     data: new Uint8Array([0, 0, 0, 1, i & 0xff]),
     chunksRecovered: 0,
     senderTimestampUs: (i * 33_000 + 7) % WRAP,

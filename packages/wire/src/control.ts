@@ -41,6 +41,15 @@ const catchUp = z
  */
 export type ControlCatchUp = z.infer<typeof catchUp>;
 
+const sourceState = z.enum(['live', 'no-data', 'offline']);
+
+/**
+ * What the robot knows of a video channel's source (the `source` message): `live` frames arrive;
+ * `no-data` the source is reachable (or listened for) but sends no frames; `offline` the daemon
+ * cannot read it at all (RTSP unreachable, refused, gone).
+ */
+export type ControlSourceState = z.infer<typeof sourceState>;
+
 const messages = [
   z
     .object({
@@ -60,6 +69,7 @@ const messages = [
         .object({ profile: qosProfile, presentation_delay_ms: z.number().int().min(0).max(10_000) })
         .strict(),
       catch_up: z.array(catchUp).max(255).optional(),
+      heartbeat_ms: z.number().int().min(50).max(10_000).optional(),
     })
     .strict(),
   z.object({ type: z.literal('denied'), reason: z.string().max(256) }).strict(),
@@ -92,6 +102,14 @@ const messages = [
     .object({
       type: z.literal('pilot-stats'),
       channels: z.record(z.string(), z.record(z.string(), z.number())),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('source'),
+      channel: z.number().int().min(1).max(255),
+      state: sourceState,
+      reason: z.string().max(512).optional(),
     })
     .strict(),
   z.object({ type: z.literal('bye'), reason: z.string().max(256).optional() }).strict(),

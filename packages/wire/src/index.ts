@@ -3,7 +3,14 @@
  * Reed-Solomon erasure code, frame packer and reassembler. Pure TypeScript, no Node-only API.
  */
 
-export { FRAME_INFO_BYTES, type FrameInfo, frameInfo } from './chunk/frame-info.js';
+export {
+  captureClockAgeMs,
+  captureClockFromMs,
+  FRAME_INFO_BYTES,
+  type FrameInfo,
+  type FrameInfoInput,
+  frameInfo,
+} from './chunk/frame-info.js';
 export {
   CHUNK_HEADER_BYTES,
   type ChunkHeader,
@@ -18,6 +25,7 @@ export {
   ControlLineReader,
   type ControlMessage,
   type ControlRole,
+  type ControlSourceState,
   encodeControlMessage,
   MAX_CONTROL_LINE_BYTES,
 } from './control.js';

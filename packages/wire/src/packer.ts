@@ -39,6 +39,12 @@ export interface FrameToPack {
   readonly captureTimestampUs: number;
   /** Frames since the last random access point, counted at the source (0 on a keyframe). */
   readonly gopPosition: number;
+  /**
+   * When the message was made on the sender's wall clock, µs, wrapped to 32 bits (default 0:
+   * unknown); see {@link FrameInfo.captureClockUs}. Never 0 for a known time: use
+   * `captureClockFromMs`.
+   */
+  readonly captureClockUs?: number;
   /** FEC for this frame. */
   readonly parity: ParityPolicy;
 }

@@ -13,6 +13,8 @@ export interface AssembledFrame {
   readonly captureTimestampUs: number;
   /** Frames since the last random access point, counted at the source. */
   readonly gopPosition: number;
+  /** When the message was made on the sender's wall clock, µs (32 bits wrapping); 0: unknown. */
+  readonly captureClockUs: number;
   /** The access unit (or message), frame info removed. */
   readonly data: Uint8Array;
   /** Data chunks rebuilt from parity (0 when nothing was lost). */
@@ -410,6 +412,7 @@ export class Reassembler {
       keyframe: frame.keyframe,
       captureTimestampUs: info.captureTimestampUs,
       gopPosition: info.gopPosition,
+      captureClockUs: info.captureClockUs,
       data: whole.subarray(FRAME_INFO_BYTES),
       chunksRecovered: frame.recovered,
       senderTimestampUs: frame.senderTimestampUs,

@@ -71,7 +71,7 @@ function workout(): ConformanceReport {
   const malformed: Uint8Array[] = [
     new Uint8Array(0),
     template.subarray(0, 13),
-    patched(template, 0, 0x2c),
+    patched(template, 0, 0x1c), // version 1
     patched(template, 0, template[0]! | 1),
     patched(template, 1, 0),
     patched(template, 6, 0),

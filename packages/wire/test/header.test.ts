@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   CHUNK_HEADER_BYTES,
   type ChunkHeader,
+  captureClockAgeMs,
+  captureClockFromMs,
   chunkHeader,
   frameInfo,
   isWireError,
@@ -16,7 +18,7 @@ const hex = (s: string) => Uint8Array.from(s.match(/[0-9a-f]{2}/gi)!.map((h) => 
 // A parity chunk (index 5 of a 4 + 2 block) of the last block of a keyframe.
 const GOLDEN = hex(
   [
-    '1c', // version 1 in the high nibble; flags K (0x8) and E (0x4); reserved bits 0
+    '2c', // version 2 in the high nibble; flags K (0x8) and E (0x4); reserved bits 0
     '03', // channel 3
     'beef', // frame id 0xbeef
     '02', // block index 2
@@ -102,9 +104,10 @@ describe('chunk header', () => {
   it('gives a stable code for each malformed field', () => {
     // [what, byte offset -> new value, expected code]
     const cases: [string, Record<number, number>, string][] = [
-      ['version 2', { 0: 0x2c }, 'unknown-version'],
+      ['version 1', { 0: 0x1c }, 'unknown-version'],
+      ['version 3', { 0: 0x3c }, 'unknown-version'],
       ['version 0', { 0: 0x0c }, 'unknown-version'],
-      ['reserved bit', { 0: 0x1d }, 'reserved-bits'],
+      ['reserved bit', { 0: 0x2d }, 'reserved-bits'],
       ['channel 0', { 1: 0 }, 'bad-channel'],
       ['no data, some parity', { 6: 0 }, 'parity-without-data'],
       ['no data, no parity', { 6: 0, 7: 0 }, 'counts-out-of-range'],
@@ -159,21 +162,37 @@ describe('frame info', () => {
     [
       'fedcba98', // capture timestamp 0xfedcba98 µs
       '012c', // GOP position 300
+      '00bc614e', // capture clock 12345678 µs
     ].join(''),
   );
+  const GOLDEN_VALUE = { captureTimestampUs: 0xfedcba98, gopPosition: 300, captureClockUs: 12_345_678 };
 
   it('decodes and encodes the golden vector', () => {
-    expect(frameInfo.decode(view(GOLDEN_INFO)).value).toEqual({
-      captureTimestampUs: 0xfedcba98,
-      gopPosition: 300,
-    });
-    const out = new Uint8Array(6);
-    expect(frameInfo.encodeInto(view(out), 0, { captureTimestampUs: 0xfedcba98, gopPosition: 300 })).toBe(6);
+    expect(frameInfo.decode(view(GOLDEN_INFO)).value).toEqual(GOLDEN_VALUE);
+    const out = new Uint8Array(10);
+    expect(frameInfo.encodeInto(view(out), 0, GOLDEN_VALUE)).toBe(10);
     expect(out).toEqual(GOLDEN_INFO);
   });
 
+  it('writes an unknown capture clock as 0', () => {
+    const out = new Uint8Array(10);
+    frameInfo.encodeInto(view(out), 0, { captureTimestampUs: 1, gopPosition: 0 });
+    expect(frameInfo.decode(view(out)).value.captureClockUs).toBe(0);
+  });
+
+  it('maps wall-clock ms to a capture clock and back to an age, across the 32-bit wrap', () => {
+    expect(captureClockFromMs(12_345.678)).toBe(12_345_678);
+    // 2^32 µs wraps to 0, which means unknown: written 1 µs later.
+    expect(captureClockFromMs(4_294_967.296)).toBe(1);
+    const stamped = captureClockFromMs(4_294_900); // 67 ms before the wrap
+    expect(captureClockAgeMs(stamped, 4_295_000)).toBeCloseTo(100, 3);
+    expect(captureClockAgeMs(stamped, 4_294_800)).toBeCloseTo(-100, 3);
+    expect(captureClockAgeMs(0, 1000)).toBeUndefined();
+    expect(() => captureClockFromMs(Number.NaN)).toThrow(TypeError);
+  });
+
   it('rejects a frame too short for its info at every length', () => {
-    for (let length = 0; length < 6; length++) {
+    for (let length = 0; length < 10; length++) {
       expect(() => frameInfo.decode(view(GOLDEN_INFO.subarray(0, length)))).toThrow(
         expect.objectContaining({ code: 'frame-info-short' }),
       );
@@ -181,10 +200,13 @@ describe('frame info', () => {
   });
 
   it('refuses out-of-range fields', () => {
-    const out = view(new Uint8Array(6));
+    const out = view(new Uint8Array(10));
     expect(() => frameInfo.encodeInto(out, 0, { captureTimestampUs: 2 ** 32, gopPosition: 0 })).toThrow(
       TypeError,
     );
+    expect(() =>
+      frameInfo.encodeInto(out, 0, { captureTimestampUs: 0, gopPosition: 0, captureClockUs: -1 }),
+    ).toThrow(TypeError);
     expect(() => frameInfo.encodeInto(out, 0, { captureTimestampUs: 0, gopPosition: 65536 })).toThrow(
       TypeError,
     );

@@ -17,12 +17,12 @@ describe('parityCountFor', () => {
 describe('FramePacker', () => {
   it('fits every datagram in 1200 bytes by default and sizes chunks evenly', () => {
     const packed = packOne(testFrame(5000, { rate: 0.25, minPerBlock: 0 }));
-    // 5006 bytes with frame info -> 5 chunks of 1002 bytes (the last 998), 2 parity.
+    // 5010 bytes with frame info -> 5 chunks of 1002 bytes, 2 parity.
     expect(packed.dataChunks).toBe(5);
     expect(packed.parityChunks).toBe(2);
     expect(packed.blocks).toBe(1);
     expect(packed.datagrams.map((d) => d.byteLength - CHUNK_HEADER_BYTES)).toEqual([
-      1002, 1002, 1002, 1002, 998, 1002, 1002,
+      1002, 1002, 1002, 1002, 1002, 1002, 1002,
     ]);
     expect(packed.parityBytes).toBe(2004);
     expect(packed.bytes).toBe(packed.datagrams.reduce((n, d) => n + d.byteLength, 0));
@@ -30,10 +30,14 @@ describe('FramePacker', () => {
   });
 
   it('starts the first chunk with the frame info and the access unit', () => {
-    const frame = testFrame(100, NO_PARITY, { captureTimestampUs: 0x01020304, gopPosition: 0x0506 });
+    const frame = testFrame(100, NO_PARITY, {
+      captureTimestampUs: 0x01020304,
+      gopPosition: 0x0506,
+      captureClockUs: 0x0708090a,
+    });
     const [only] = packOne(frame).datagrams;
-    expect([...only!.subarray(14, 20)]).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(only!.subarray(20)).toEqual(frame.data);
+    expect([...only!.subarray(14, 24)]).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(only!.subarray(24)).toEqual(frame.data);
   });
 
   it('numbers frames with wrapping 16-bit ids', () => {
@@ -60,7 +64,7 @@ describe('FramePacker', () => {
 
   it('gives a one-chunk block parity as long as its chunk', () => {
     const packed = packOne(testFrame(10, { rate: 0, minPerBlock: 2 }));
-    expect(packed.datagrams.map((d) => d.byteLength)).toEqual([30, 30, 30]);
+    expect(packed.datagrams.map((d) => d.byteLength)).toEqual([34, 34, 34]);
   });
 
   it('refuses bad options and oversized frames with TypeError', () => {
@@ -69,7 +73,7 @@ describe('FramePacker', () => {
     expect(() => new FramePacker({ channel: 1, maxBlockData: 255 })).toThrow(TypeError);
     expect(() => new FramePacker({ channel: 1, firstFrameId: 70_000 })).toThrow(TypeError);
     const small = new FramePacker({ channel: 1, maxDatagramBytes: 20, maxBlockData: 1 });
-    expect(small.maxFrameBytes).toBe(256 * 6 - 6);
+    expect(small.maxFrameBytes).toBe(256 * 6 - 10);
     expect(() => small.pack(testFrame(small.maxFrameBytes + 1, NO_PARITY), 0)).toThrow(TypeError);
     expect(small.pack(testFrame(small.maxFrameBytes, NO_PARITY), 0).blocks).toBe(256);
   });

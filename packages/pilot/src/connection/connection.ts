@@ -490,6 +490,9 @@ export class PilotConnection {
         sessionOf(state)?.setClockOffset(this.#clockOffsetMs);
         return;
       }
+      case 'source':
+        this.#events.safeEmit('source', message.channel, message.state, message.reason);
+        return;
       case 'hello':
       case 'ping':
       case 'request-keyframe':

@@ -1,5 +1,5 @@
 import type { BackoffPolicy, Clock, Logger } from '@svc/runtime';
-import type { AssembledFrame, ControlMessage, Reassembler } from '@svc/wire';
+import type { AssembledFrame, ControlMessage, ControlSourceState, Reassembler } from '@svc/wire';
 import type { RequestOfferOptions, RobotOffer } from '../signalling.js';
 import type { PlayerPaintReport } from '../video/player.js';
 import type { VideoStatsSnapshot } from '../video/stats.js';
@@ -48,6 +48,11 @@ export interface PilotConnectionEvents {
   paint: (channel: number, report: PlayerPaintReport) => void;
   /** A sensor message, whole (one UDP datagram the robot received), with its channel's id and name. */
   sensor: (channel: number, bytes: Uint8Array, name: string) => void;
+  /**
+   * What the robot says of a video channel's camera (`source` on the control stream): `live`,
+   * `no-data` (reachable but sending nothing) or `offline` (cannot be read), with its reason.
+   */
+  source: (channel: number, state: ControlSourceState, reason: string | undefined) => void;
 }
 
 /**

@@ -26,7 +26,7 @@ import { MAX_BLOCK_CHUNKS } from '../fec/reed-solomon.js';
 export const CHUNK_HEADER_BYTES = 14;
 
 /** The header version this build writes and reads. */
-export const WIRE_VERSION = 1;
+export const WIRE_VERSION = 2;
 
 const FLAG_KEYFRAME = 0x08;
 const FLAG_END_OF_FRAME = 0x04;
