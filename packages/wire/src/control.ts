@@ -74,6 +74,9 @@ const messages = [
     .strict(),
   z.object({ type: z.literal('denied'), reason: z.string().max(256) }).strict(),
   z.object({ type: z.literal('ping'), t: z.number() }).strict(),
+  z
+    .object({ type: z.literal('heartbeat'), seq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })
+    .strict(),
   z.object({ type: z.literal('pong'), t: z.number(), robot_time: z.number() }).strict(),
   z.object({ type: z.literal('request-keyframe'), channel: z.number().int().min(1).max(255) }).strict(),
   z

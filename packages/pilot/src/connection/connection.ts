@@ -493,6 +493,10 @@ export class PilotConnection {
       case 'source':
         this.#events.safeEmit('source', message.channel, message.state, message.reason);
         return;
+      case 'heartbeat':
+        // Liveness: echoed at once from the reader, whatever timers a background tab throttles.
+        link.send({ type: 'heartbeat', seq: message.seq });
+        return;
       case 'hello':
       case 'ping':
       case 'request-keyframe':
