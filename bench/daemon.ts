@@ -23,6 +23,8 @@ export interface BenchDaemonOptions {
   readonly channels: readonly string[];
   /** `[publisher_control] udp`, `<address>:<port>`. */
   readonly publisherControl?: string;
+  /** Extra environment variables of the daemon's process. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** A running benchmark daemon. */
@@ -82,7 +84,7 @@ export async function startBenchDaemon(
   const flags = process.env.SVC_BENCH_DAEMON_FLAGS?.split(' ').filter((f) => f !== '') ?? [];
   const spawnOptions = {
     stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, SVC_ENROLMENT_TOKEN: enrolment.token },
+    env: { ...process.env, ...options.env, SVC_ENROLMENT_TOKEN: enrolment.token },
   };
   const child =
     flags.length === 0

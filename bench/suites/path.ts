@@ -18,6 +18,7 @@ import { startBenchDaemon } from '../daemon.js';
 import { percentile } from '../stats.js';
 import type { BenchResult, BenchSuite } from '../types.js';
 import { FLOOR_LAYOUT, type FloorSample } from './path-floor-page.js';
+import { measureGlassFigures } from './path-glass.js';
 import type { PathSample } from './path-page.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -64,6 +65,24 @@ function pilotCounts(): number[] {
   return counts;
 }
 
+const PATH_PARTS = ['floor', 'direct', 'glass', 'contention'] as const;
+
+/**
+ * `SVC_BENCH_PATH_PARTS=glass` (names separated by commas): only those parts of the suite, for
+ * quicker runs while working on one of them; all by default.
+ */
+function pathParts(): Set<string> {
+  const given = process.env.SVC_BENCH_PATH_PARTS;
+  if (given === undefined || given === '') return new Set(PATH_PARTS);
+  const parts = given.split(',');
+  const unknown = parts.filter((p) => !(PATH_PARTS as readonly string[]).includes(p));
+  if (unknown.length > 0)
+    throw new Error(
+      `SVC_BENCH_PATH_PARTS names unknown parts ${unknown.join(', ')}; known: ${PATH_PARTS.join(', ')}`,
+    );
+  return new Set(parts);
+}
+
 const epochMs = () => performance.timeOrigin + performance.now();
 
 export const suite: BenchSuite = {
@@ -73,9 +92,17 @@ export const suite: BenchSuite = {
     const packets = await captureRtp({ ...CAPTURE, encoder: ENCODER, payloadType: '96' });
     const chromium = await ChromiumSession.open();
     const cloud = await startCloudProcess();
+    const parts = pathParts();
     try {
-      await measureFloor(meanFrameBytes(packets), chromium, report);
-      for (const pilots of pilotCounts()) await measure(pilots, packets, chromium, cloud, report);
+      if (parts.has('floor')) await measureFloor(meanFrameBytes(packets), chromium, report);
+      if (parts.has('direct'))
+        for (const pilots of pilotCounts()) await measure(pilots, packets, chromium, cloud, report);
+      if (parts.has('glass') || parts.has('contention')) {
+        await measureGlassFigures(chromium, cloud, report, {
+          calm: parts.has('glass'),
+          contention: parts.has('contention'),
+        });
+      }
     } finally {
       await chromium.close();
       await cloud.stop();
