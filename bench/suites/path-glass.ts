@@ -131,6 +131,8 @@ export async function measureGlassFigures(
         ...sourceParams,
         link: '40 ms ± 20 ms uniform each way, no reordering',
         ...share,
+        shaperDown: shaper.stats().down,
+        stats: jittery.stats,
       };
       report({
         name: '(f) capture → glass through 40 ± 20 ms jitter, p50',
