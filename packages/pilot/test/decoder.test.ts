@@ -190,6 +190,7 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
       keyframe: true,
       captureTimestampUs: WRAP - 5 * 33_000,
       senderTimestampUs: 7,
+      captureClockUs: 0,
       receivedMs: 1000,
       submittedMs: 6000,
       decodedMs: 6004.5,
@@ -315,7 +316,31 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     t.decoder.handleFrame(frame(11, 10));
     expect(t.requests).toEqual(['backpressure']);
     expect(t.decodedIds()).toEqual([0, 10, 11]);
-    expect(t.decoder.stats.snapshot()).toMatchObject({ dropped: 9, waitingForKeyframe: 0 });
+    expect(t.decoder.stats.snapshot()).toMatchObject({ dropped: 9, skippedBehind: 9, waitingForKeyframe: 0 });
+  });
+
+  it('carries the robot-clock capture time of each frame to its meta', async () => {
+    const t = setup();
+    await t.decoder.start();
+    t.decoder.handleFrame(frame(0, 30, { captureClockUs: 4_000_000_123 }));
+    t.current().output(t.current().chunks[0]!.timestamp);
+    expect(t.frames[0]!.meta.captureClockUs).toBe(4_000_000_123);
+  });
+
+  it('catches up when the decoder falls behind: a frame with newer ones still decoding is decoded, not handed over, and counted', async () => {
+    const t = setup();
+    await t.decoder.start();
+    t.decoder.handleFrame(frame(0));
+    const d = t.current();
+    d.output(d.chunks[0]!.timestamp); // caught up since its start
+    // A slow decode: frames 1-4 all wait in the decoder (within its bound of 3 queued by the browser).
+    for (let i = 1; i <= 4; i++) t.decoder.handleFrame(frame(i));
+    for (const chunk of d.chunks.slice(1)) d.output(chunk.timestamp);
+    // Frames 1 and 2 came out with 3 and 2 newer ones still decoding: not shown. 3 and 4 are.
+    expect(t.frames.map((f) => f.meta.frameId)).toEqual([0, 3, 4]);
+    expect(t.decoder.stats.snapshot()).toMatchObject({ decoded: 5, skippedBehind: 2, dropped: 2 });
+    // Nothing was skipped before decoding: no keyframe is needed for that.
+    expect(t.requests).toEqual([]);
   });
 
   it('a decoder that has not caught up since its start is starting, not behind: deltas wait for it up to a second of video', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { sendToPaintMs, VideoStats } from '../src/index.js';
+import { pictureAgeAtPaintMs } from '../src/video/stats.js';
 
 describe('sendToPaintMs', () => {
   it('maps the daemon timestamp onto the local clock with the offset', () => {
@@ -17,6 +18,28 @@ describe('sendToPaintMs', () => {
     const day = 86_400_000;
     const sentUs = (((day - 50) * 1000) % 0x1_0000_0000) >>> 0;
     expect(sendToPaintMs(day, sentUs, 0)).toBeCloseTo(50, 6);
+  });
+});
+
+describe('pictureAgeAtPaintMs', () => {
+  it('is paint time minus capture time on the robot clock, through the offset', () => {
+    // The robot's clock is 250 ms behind the browser's. Captured at robot time 50 s (µs, wrapped),
+    // painted at browser time 50.250 s + 42 ms: 42 ms old.
+    const captured = 50_000_000;
+    expect(pictureAgeAtPaintMs(50_292, captured, 250)).toBeCloseTo(42, 6);
+    // The offset the wrong way round, or ignored, would say 542 or 292 ms.
+    expect(pictureAgeAtPaintMs(50_292, captured, -250)).toBeCloseTo(542, 6);
+  });
+
+  it('is right across the 32-bit wrap of the capture clock', () => {
+    const wrapMs = 0x1_0000_0000 / 1000;
+    // Captured 10 ms before the robot's µs counter wraps, painted 25 ms after it.
+    expect(pictureAgeAtPaintMs(wrapMs + 25, 0x1_0000_0000 - 10_000, 0)).toBeCloseTo(35, 6);
+  });
+
+  it('is NaN when the capture clock is unknown (0) or the offset is not known yet', () => {
+    expect(pictureAgeAtPaintMs(1000, 0, 0)).toBeNaN();
+    expect(pictureAgeAtPaintMs(1000, 900_000, undefined)).toBeNaN();
   });
 });
 
@@ -50,7 +73,30 @@ describe('VideoStats', () => {
       bytesReceived: 1500,
       decodeTime: { lastMs: 8, meanMs: 6 },
       latency: { lastMs: null, p50Ms: null, p95Ms: null, samples: 0 },
+      pictureAge: { lastMs: null, p50Ms: null, p95Ms: null, samples: 0 },
+      skippedBehind: 0,
+      holdMs: 0,
+      jitterMs: null,
     });
+  });
+
+  it('counts frames skipped behind among the dropped, and reports the hold and jitter', () => {
+    const stats = new VideoStats({ now: () => 0 });
+    stats.recordDropped();
+    stats.recordSkippedBehind(3);
+    stats.recordHold(12.5, 4);
+    expect(stats.snapshot()).toMatchObject({ dropped: 4, skippedBehind: 3, holdMs: 12.5, jitterMs: 4 });
+  });
+
+  it('gives the last, median and 95th percentile picture age over the window, leaving unknown ages out', () => {
+    let now = 0;
+    const stats = new VideoStats({ now: () => now, latencyWindowMs: 5000 });
+    for (let k = 1; k <= 100; k++) stats.recordPictureAge(1000 + k * 10, k);
+    stats.recordPictureAge(3000, Number.NaN);
+    now = 2500;
+    expect(stats.snapshot().pictureAge).toEqual({ lastMs: 100, p50Ms: 50, p95Ms: 95, samples: 100 });
+    now = 6505; // the first half has left the 5 s window
+    expect(stats.snapshot().pictureAge).toMatchObject({ samples: 50, p50Ms: 75 });
   });
 
   it('measures the bitrate over a sliding 1 s window', () => {

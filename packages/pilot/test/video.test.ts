@@ -69,6 +69,37 @@ describe('video channel player in headless Chromium', () => {
     expect(r.cleanedUp).toBe(true);
   });
 
+  it('reports each painted picture’s age through the clock offset, and turns stale with a growing age when the camera stops', async () => {
+    // Each frame was captured 30 ms before it became whole, on a robot clock 12.3 s behind the page.
+    const r = await play({ codec: H264, frames: media.h264, captureAgeMs: 30, watchStale: true });
+    const ages = r.pictureAges;
+    expect(ages).toHaveLength(r.stats.painted);
+    // Never younger than the 30 ms it already had; an offset ignored or applied the wrong way round
+    // would put it near ±12 s.
+    expect(ages.every((a) => a !== null && a >= 30 && a < 5000)).toBe(true);
+    expect(r.stats.pictureAge.samples).toBe(ages.length);
+    expect(r.stats.pictureAge.p50Ms).toBeGreaterThanOrEqual(30);
+    // The adaptive hold is reported, within its 50 ms ceiling.
+    expect(r.stats.holdMs).toBeGreaterThan(0);
+    expect(r.stats.holdMs).toBeLessThanOrEqual(50);
+
+    const w = r.staleWatch!;
+    expect(w.beforeFirst).toBe('no-picture');
+    // The frames stopped: the picture turned stale once, more than 300 ms after its last paint.
+    expect(w.changes[0]![0]).toBe(true);
+    expect(w.changes[0]![1]).toBeGreaterThan(330);
+    expect(w.atStale!.stale).toBe(true);
+    // Its age keeps growing while nothing new comes.
+    expect(w.ageLaterMs!).toBeGreaterThan(w.atStale!.ageMs + 150);
+    // A new keyframe: live again, with a fresh age.
+    expect(w.changes).toHaveLength(2);
+    expect(w.changes[1]![0]).toBe(false);
+    expect(w.changes[1]![1]).toBeGreaterThanOrEqual(30);
+    expect(w.changes[1]![1]).toBeLessThan(w.changes[0]![1]);
+    expect(w.after).toBe('live');
+    expect(r.cleanedUp).toBe(true);
+  });
+
   it('joining mid-stream skips deltas until the next keyframe and asks for one', async () => {
     const r = await play({ codec: H264, frames: media.h264, startAt: 5 });
     expect(r.stats.framesReceived).toBe(55);

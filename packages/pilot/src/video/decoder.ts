@@ -50,6 +50,11 @@ export interface DecodedFrameMeta {
   readonly captureTimestampUs: number;
   /** The daemon's send time, µs, 32 bits wrapping (as on the wire). */
   readonly senderTimestampUs: number;
+  /**
+   * Capture time on the robot's wall clock, µs, 32 bits wrapping (as on the wire,
+   * `AssembledFrame.captureClockUs`); 0 when the robot did not know it.
+   */
+  readonly captureClockUs: number;
   /** Local clock (ms) when the frame became complete (`AssembledFrame.completedMs`). */
   readonly receivedMs: number;
   /** Local clock (ms) when `handleFrame` took it. */
@@ -83,9 +88,17 @@ export interface VideoChannelDecoderOptions {
   readonly stats?: VideoStats;
   /**
    * Deltas are dropped while more than this many chunks wait in the decoder (default 3), once it
-   * has caught up after its start; before that, {@link STARTUP_DECODE_QUEUE}.
+   * has caught up after its start; before that, {@link STARTUP_DECODE_QUEUE}. Even decoding is
+   * then behind: the rest of the GOP is skipped and a keyframe asked for.
    */
   readonly maxDecodeQueue?: number;
+  /**
+   * A frame that comes out of the decoder while more than this many newer chunks are still in it
+   * (default 1) is decoded and not handed over: the decoder is behind and the newest frame is the
+   * one to show (counted `skippedBehind`). Applies once the decoder has caught up after its start
+   * and shown its first picture.
+   */
+  readonly catchUpAbove?: number;
 }
 
 /**
@@ -132,6 +145,7 @@ export class VideoChannelDecoder {
   readonly #now: () => number;
   readonly #logger: Logger;
   readonly #maxDecodeQueue: number;
+  readonly #catchUpAbove: number;
   #state: VideoChannelDecoderState = { kind: 'idle' };
   #decoder: VideoDecoder | undefined;
   /** Set while deltas are skipped; `undefined` while decoding. */
@@ -145,6 +159,8 @@ export class VideoChannelDecoder {
   /** A loss was reported since the last frame, which explains a GOP gap. */
   #lossSinceFrame = false;
   readonly #pendingMeta = new Map<number, PendingMeta[]>();
+  /** Chunks in {@link #pendingMeta}: submitted to the current decoder and not output yet. */
+  #pendingCount = 0;
   #jpegChain: Promise<void> = Promise.resolve();
   #jpegPending = 0;
   /** Frames that arrived during the codec check, handled once it is done. */
@@ -160,6 +176,8 @@ export class VideoChannelDecoder {
    * on {@link #maxDecodeQueue} applies, before that {@link STARTUP_DECODE_QUEUE}.
    */
   #decoderRunning = false;
+  /** The current decoder has handed a frame over: from then on a frame may be passed over to catch up. */
+  #decoderShown = false;
 
   constructor(options: VideoChannelDecoderOptions) {
     if (options.lossPolicy !== 'continue' && options.lossPolicy !== 'freeze') {
@@ -168,6 +186,10 @@ export class VideoChannelDecoder {
     const maxQueue = options.maxDecodeQueue ?? 3;
     if (!(Number.isInteger(maxQueue) && maxQueue >= 1)) {
       throw new TypeError(`maxDecodeQueue must be an integer ≥ 1, got ${maxQueue}`);
+    }
+    const catchUpAbove = options.catchUpAbove ?? 1;
+    if (!(Number.isInteger(catchUpAbove) && catchUpAbove >= 0)) {
+      throw new TypeError(`catchUpAbove must be an integer ≥ 0, got ${catchUpAbove}`);
     }
     this.codec = options.codec;
     this.#family = codecFamily(options.codec);
@@ -179,6 +201,7 @@ export class VideoChannelDecoder {
     this.#logger = options.logger ?? consoleLogger();
     this.stats = options.stats ?? new VideoStats({ now: this.#now });
     this.#maxDecodeQueue = maxQueue;
+    this.#catchUpAbove = catchUpAbove;
   }
 
   /** The loss behaviour of another profile, from the next loss on. */
@@ -267,6 +290,7 @@ export class VideoChannelDecoder {
       keyframe,
       captureTimestampUs,
       senderTimestampUs: frame.senderTimestampUs,
+      captureClockUs: frame.captureClockUs,
       receivedMs: frame.completedMs,
       submittedMs,
       replayed: replay !== undefined && replay < 0,
@@ -310,7 +334,6 @@ export class VideoChannelDecoder {
   close(): void {
     if (this.#state.kind === 'closed') return;
     this.#closeDecoder();
-    this.#pendingMeta.clear();
     this.#early = [];
     this.#setState({ kind: 'closed' });
   }
@@ -374,7 +397,7 @@ export class VideoChannelDecoder {
   }
 
   #skipWhileWaiting(reason: KeyframeWaitReason): void {
-    if (reason === 'backpressure') this.stats.recordDropped();
+    if (reason === 'backpressure') this.stats.recordSkippedBehind();
     else this.stats.recordWaitingForKeyframe();
     if (reason === 'join' && !this.#joinRequested) {
       this.#joinRequested = true;
@@ -389,7 +412,7 @@ export class VideoChannelDecoder {
       : Math.max(this.#maxDecodeQueue, STARTUP_DECODE_QUEUE);
     if (replay) this.#replayInFlight++;
     else if (!meta.keyframe && decoder.decodeQueueSize - this.#replayInFlight > limit) {
-      this.stats.recordDropped();
+      this.stats.recordSkippedBehind();
       this.#enterWait('backpressure');
       this.#requestKeyframe('backpressure');
       return;
@@ -415,12 +438,15 @@ export class VideoChannelDecoder {
     });
     this.#decoder = decoder;
     this.#decoderRunning = false;
+    this.#decoderShown = false;
     decoder.configure(this.#config());
     return decoder;
   }
 
   #closeDecoder(): void {
     this.#replayInFlight = 0;
+    this.#pendingMeta.clear();
+    this.#pendingCount = 0;
     const decoder = this.#decoder;
     this.#decoder = undefined;
     if (decoder !== undefined && decoder.state !== 'closed') decoder.close();
@@ -444,6 +470,19 @@ export class VideoChannelDecoder {
       return;
     }
     this.#consecutiveFailures = 0;
+    if (
+      this.#decoderRunning &&
+      this.#decoderShown &&
+      !pending.replayed &&
+      this.#pendingCount > this.#catchUpAbove
+    ) {
+      // Newer frames are already decoding: this one would be replaced before anyone saw it. (Never
+      // the first picture of a decoder: that one is shown at once.)
+      frame.close();
+      this.stats.recordDecoded(this.#now() - pending.submittedMs);
+      this.stats.recordSkippedBehind();
+      return;
+    }
     this.#emit(frame, pending);
   }
 
@@ -454,6 +493,7 @@ export class VideoChannelDecoder {
     }
     const decodedMs = this.#now();
     this.stats.recordDecoded(decodedMs - pending.submittedMs);
+    if (!pending.replayed) this.#decoderShown = true;
     safeCall(this.#logger, 'onFrame', () => this.#onFrame(frame, { ...pending, decodedMs }));
   }
 
@@ -462,7 +502,6 @@ export class VideoChannelDecoder {
     if (decoder !== this.#decoder || this.#state.kind === 'closed') return;
     this.stats.recordDecodeError();
     this.#closeDecoder();
-    this.#pendingMeta.clear();
     this.#consecutiveFailures++;
     this.#lastFailure = errorText(err);
     if (this.#consecutiveFailures >= MAX_CONSECUTIVE_FAILURES) {
@@ -481,9 +520,13 @@ export class VideoChannelDecoder {
     const list = this.#pendingMeta.get(meta.captureTimestampUs);
     if (list !== undefined) list.push(meta);
     else this.#pendingMeta.set(meta.captureTimestampUs, [meta]);
+    this.#pendingCount++;
     if (this.#pendingMeta.size > MAX_PENDING_META) {
-      const oldest = this.#pendingMeta.keys().next();
-      if (oldest.done !== true) this.#pendingMeta.delete(oldest.value);
+      const oldest = this.#pendingMeta.entries().next();
+      if (oldest.done !== true) {
+        this.#pendingMeta.delete(oldest.value[0]);
+        this.#pendingCount -= oldest.value[1].length;
+      }
     }
   }
 
@@ -491,12 +534,13 @@ export class VideoChannelDecoder {
     const list = this.#pendingMeta.get(timestampUs);
     const meta = list?.shift();
     if (list !== undefined && list.length === 0) this.#pendingMeta.delete(timestampUs);
+    if (meta !== undefined) this.#pendingCount--;
     return meta;
   }
 
   #decodeJpeg(data: Uint8Array, meta: PendingMeta): void {
     if (this.#jpegPending >= this.#maxDecodeQueue) {
-      this.stats.recordDropped();
+      this.stats.recordSkippedBehind();
       return;
     }
     this.#jpegPending++;

@@ -1,4 +1,4 @@
-import { consoleLogger, type Logger, safeCall } from '@svc/runtime';
+import { type Clock, consoleLogger, type Logger, safeCall, systemClock } from '@svc/runtime';
 import type { AssembledFrame, FrameLoss } from '@svc/wire';
 import {
   type DecodedFrameMeta,
@@ -7,17 +7,24 @@ import {
   VideoChannelDecoder,
   type VideoChannelDecoderState,
 } from './decoder.js';
+import type { JitterTuning } from './jitter.js';
 import { clearVideoBadge, clearVideoMessage, showVideoBadge, showVideoMessage } from './message.js';
 import { CanvasPresenter, type PaintReport, type RequestFrame } from './presenter.js';
-import { VideoStats, type VideoStatsSnapshot } from './stats.js';
+import { type PictureState, StaleWatch } from './stale.js';
+import { pictureAgeAtPaintMs, VideoStats, type VideoStatsSnapshot } from './stats.js';
 
 /** The badge on a replayed keyframe that is not the current picture. */
 const NOT_LIVE_TEXT = 'Not live: the last keyframe the robot had; live video follows at the next one';
 
-/** A painted frame with its send→paint latency, reported through {@link VideoChannelPlayerOptions.onPaint}. */
+/** A painted frame with its latency and age, reported through {@link VideoChannelPlayerOptions.onPaint}. */
 export interface PlayerPaintReport extends PaintReport<DecodedFrameMeta> {
   /** Send→paint latency, ms, with the current clock offset; `NaN` until the offset is known. */
   readonly latencyMs: number;
+  /**
+   * Picture age at paint, ms: paint time minus the frame's capture time on the robot's clock, with
+   * the current clock offset. `NaN` when the capture clock is 0 (unknown) or the offset is not known.
+   */
+  readonly pictureAgeMs: number;
 }
 
 /** Construction options of a {@link VideoChannelPlayer}. */
@@ -26,8 +33,13 @@ export interface VideoChannelPlayerOptions {
   readonly container: HTMLElement;
   /** The channel's codec string, unchanged from the daemon's configuration. */
   readonly codec: string;
-  /** Jitter buffer of the presenter, ms (the profile's pilot presentation delay); 0 paints at once. */
+  /**
+   * Ceiling of the presenter's adaptive hold, ms (the profile's pilot presentation delay); 0 paints
+   * each frame as soon as it is decoded.
+   */
   readonly presentationDelayMs: number;
+  /** Tuning of the adaptive hold (see {@link JitterTuning}). */
+  readonly jitter?: JitterTuning;
   /** After a lost frame: decode on, or freeze until a keyframe (the profile's loss behaviour). */
   readonly lossPolicy: LossPolicy;
   /** Ask the sender for a keyframe; the caller rate-limits and sends `request-keyframe`. */
@@ -36,10 +48,26 @@ export interface VideoChannelPlayerOptions {
   readonly onStateChange?: (state: VideoChannelDecoderState) => void;
   /** Every painted frame. */
   readonly onPaint?: (report: PlayerPaintReport) => void;
-  /** Local clock minus the daemon's clock, ms (default 0); change it with {@link VideoChannelPlayer.setClockOffset}. */
+  /**
+   * Local clock minus the daemon's clock, ms; until it is given here or with
+   * {@link VideoChannelPlayer.setClockOffset}, latency and picture age are `NaN`.
+   */
   readonly clockOffsetMs?: number;
-  /** The local clock, ms (default `performance.now()`); give the reassembler the same clock. */
+  /** Timers of the stale-picture watch, and the time when `now` is not given (default `systemClock`). */
+  readonly clock?: Clock;
+  /** The local clock, ms (default `clock.now()`); give the reassembler the same clock. */
   readonly now?: () => number;
+  /**
+   * The least time without a new picture that makes it stale, ms (default 300); the threshold is the
+   * larger of this and 3 frame intervals.
+   */
+  readonly staleAfterMs?: number;
+  /**
+   * Each change between a live and a stale picture, with the age of the picture on screen (its
+   * picture age when known, else the time since it was painted). A page shows a stale picture as
+   * stale, never as live.
+   */
+  readonly onStaleChange?: (stale: boolean, ageMs: number) => void;
   /** Paint scheduler (default `requestAnimationFrame`). */
   readonly requestFrame?: RequestFrame;
   /** Where a callback's exception is reported (default `consoleLogger()`). */
@@ -58,6 +86,7 @@ export class VideoChannelPlayer {
   readonly #stats: VideoStats;
   readonly #decoder: VideoChannelDecoder;
   readonly #presenter: CanvasPresenter<DecodedFrameMeta>;
+  readonly #watch: StaleWatch;
   readonly #onStateChange: VideoChannelPlayerOptions['onStateChange'];
   readonly #onPaint: VideoChannelPlayerOptions['onPaint'];
   readonly #logger: Logger;
@@ -69,7 +98,8 @@ export class VideoChannelPlayer {
   #showingBadge = false;
 
   constructor(options: VideoChannelPlayerOptions) {
-    const now = options.now ?? (() => performance.now());
+    const clock = options.clock ?? systemClock;
+    const now = options.now ?? (() => clock.now());
     const logger = options.logger ?? consoleLogger();
     this.#logger = logger;
     this.#container = options.container;
@@ -77,6 +107,17 @@ export class VideoChannelPlayer {
     this.#onPaint = options.onPaint;
     this.#stats = new VideoStats({ now, clockOffsetMs: options.clockOffsetMs ?? 0 });
     this.#clockKnown = options.clockOffsetMs !== undefined;
+
+    this.#watch = new StaleWatch({
+      clock: {
+        now,
+        setInterval: (callback, periodMs) => clock.setInterval(callback, periodMs),
+        clearInterval: (handle) => clock.clearInterval(handle),
+      },
+      logger,
+      ...(options.staleAfterMs !== undefined && { staleAfterMs: options.staleAfterMs }),
+      ...(options.onStaleChange !== undefined && { onStaleChange: options.onStaleChange }),
+    });
 
     const canvas = options.container.ownerDocument.createElement('canvas');
     canvas.setAttribute('data-svc-video-canvas', '');
@@ -86,6 +127,7 @@ export class VideoChannelPlayer {
     this.#presenter = new CanvasPresenter<DecodedFrameMeta>({
       canvas,
       presentationDelayMs: options.presentationDelayMs,
+      ...(options.jitter !== undefined && { jitter: options.jitter }),
       now,
       stats: this.#stats,
       logger,
@@ -99,6 +141,7 @@ export class VideoChannelPlayer {
       logger,
       stats: this.#stats,
       onFrame: (frame, meta) => {
+        this.#watch.handleFrame(meta.captureTimestampUs);
         if (meta.replayed) {
           frame.close();
           this.#stats.recordReplayed();
@@ -112,7 +155,10 @@ export class VideoChannelPlayer {
     options.container.append(canvas);
   }
 
-  /** The profile changed: its presentation delay and loss behaviour from now on. */
+  /**
+   * The profile changed: its presentation delay (the ceiling of the adaptive hold) and loss
+   * behaviour from now on.
+   */
   setQos(presentationDelayMs: number, lossPolicy: LossPolicy): void {
     this.#presenter.setPresentationDelay(presentationDelayMs);
     this.#decoder.setLossPolicy(lossPolicy);
@@ -121,6 +167,32 @@ export class VideoChannelPlayer {
   /** The decoder's current state. */
   get state(): VideoChannelDecoderState {
     return this.#decoder.state;
+  }
+
+  /**
+   * Freshness of the picture on screen: `no-picture` before the first paint ("waiting for video"),
+   * `live`, or `stale` (nothing new painted for longer than the stale threshold).
+   */
+  get picture(): PictureState {
+    return this.#watch.state;
+  }
+
+  /** Whether the picture on screen is stale (false before the first picture). */
+  get stale(): boolean {
+    return this.#watch.stale;
+  }
+
+  /**
+   * Age of the picture on screen now, ms, growing while nothing new is painted; `NaN` before the
+   * first picture, or when its capture time or the clock offset is unknown.
+   */
+  get pictureAgeMs(): number {
+    return this.#watch.pictureAgeMs;
+  }
+
+  /** The presenter's current hold, ms (at most the presentation delay). */
+  get holdMs(): number {
+    return this.#presenter.holdMs;
   }
 
   /**
@@ -176,6 +248,7 @@ export class VideoChannelPlayer {
 
   /** Stops decoding and painting, releases every frame, and removes the canvas and any message. */
   close(): void {
+    this.#watch.close();
     this.#decoder.close();
     this.#presenter.close();
     this.canvas.remove();
@@ -211,7 +284,15 @@ export class VideoChannelPlayer {
     const latencyMs = this.#clockKnown
       ? this.#stats.recordLatency(report.paintMs, report.meta.senderTimestampUs)
       : Number.NaN;
+    const pictureAgeMs = pictureAgeAtPaintMs(
+      report.paintMs,
+      report.meta.captureClockUs,
+      this.#clockKnown ? this.#stats.clockOffsetMs : undefined,
+    );
+    this.#stats.recordPictureAge(report.paintMs, pictureAgeMs);
+    this.#watch.handlePaint(report.paintMs, pictureAgeMs);
     const listener = this.#onPaint;
-    if (listener !== undefined) safeCall(this.#logger, 'onPaint', () => listener({ ...report, latencyMs }));
+    if (listener !== undefined)
+      safeCall(this.#logger, 'onPaint', () => listener({ ...report, latencyMs, pictureAgeMs }));
   }
 }

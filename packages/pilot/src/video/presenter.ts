@@ -1,10 +1,16 @@
 import { consoleLogger, type Logger, safeCall } from '@svc/runtime';
+import { JitterEstimator, type JitterTuning } from './jitter.js';
 import { VideoStats } from './stats.js';
 
 /** What the presenter needs to know about a frame besides its pixels. */
 export interface PresentMeta {
   /** Capture time, µs, monotonic (already unwrapped). */
   readonly captureTimestampUs: number;
+  /**
+   * Local clock (ms) when the frame became whole, before decoding (default: when it is presented).
+   * The hold is measured from here, so it covers decode time as well as arrival jitter.
+   */
+  readonly receivedMs?: number;
 }
 
 /** One painted frame, reported through {@link CanvasPresenterOptions.onPaint}. */
@@ -15,8 +21,10 @@ export interface PaintReport<M extends PresentMeta = PresentMeta> {
   readonly paintMs: number;
   /** When the frame was due, ms (equal to or before `paintMs`). */
   readonly dueMs: number;
-  /** Whether it arrived after its due time. */
+  /** Whether it was ready only after its due time (it was then painted at once). */
   readonly late: boolean;
+  /** The hold its due time was set with, ms (0 for a frame shown at once, such as the first). */
+  readonly holdMs: number;
 }
 
 /** Schedules a callback at the next paint opportunity (`requestAnimationFrame`'s shape). */
@@ -27,44 +35,29 @@ export interface CanvasPresenterOptions<M extends PresentMeta = PresentMeta> {
   /** Where to paint. The presenter sizes it to the frames' display size. */
   readonly canvas: HTMLCanvasElement | OffscreenCanvas;
   /**
-   * Jitter buffer, ms: each frame is painted this long after the arrival its capture time
-   * predicts. 0 paints every frame as soon as it is decoded.
+   * The most a frame is held for smoothness, ms (the profile's presentation delay): the ceiling of
+   * the adaptive hold. 0 paints every frame as soon as it is decoded.
    */
   readonly presentationDelayMs: number;
-  /**
-   * Start at once (default true): the first frame after the start (or a {@link
-   * CanvasPresenter.reset}) is painted as soon as it is decoded, and the delay is built up from
-   * there by playing a quarter slower until it reaches `presentationDelayMs` (400 ms for 100 ms),
-   * so the first picture does not wait for the jitter buffer. False holds the first frame the full
-   * delay, like every other.
-   */
-  readonly rampDelay?: boolean;
+  /** Tuning of the adaptive hold (window, percentile, margin, how fast it falls). */
+  readonly jitter?: JitterTuning;
   /** The local clock, ms (default `performance.now()`). */
   readonly now?: () => number;
   /** Paint scheduler (default `requestAnimationFrame`, or a 16 ms timer where there is none). */
   readonly requestFrame?: RequestFrame;
-  /** Counters of painted, late, dropped and re-anchored frames go here (default: a private instance). */
+  /** Counters of painted, late, dropped and re-anchored frames, and the hold, go here (default: a private instance). */
   readonly stats?: VideoStats;
   /** Called after each paint. */
   readonly onPaint?: (report: PaintReport<M>) => void;
   /** Where a callback's exception and a canvas that cannot be painted are reported (default `consoleLogger()`). */
   readonly logger?: Logger;
   /**
-   * A frame that arrives more than this much earlier than the clock mapping predicts moves the
-   * mapping to it (default 50 ms), so a slow first frame does not add its delay to all others.
-   */
-  readonly maxDriftMs?: number;
-  /** After this many consecutive late frames the mapping moves to the latest (default 10). */
-  readonly maxLateStreak?: number;
-  /**
-   * Most frames waiting for their paint (default 16); beyond it the oldest is dropped. It bounds
-   * the memory held when paints stop (a hidden page runs no animation frames).
+   * Most frames waiting for their paint (default 16); beyond it the oldest is closed (counted
+   * `skippedBehind`). It bounds the memory held when paints stop (a hidden page runs no animation
+   * frames) or a burst comes faster than paints.
    */
   readonly maxQueued?: number;
 }
-
-/** After a start the delay builds up at this share of real time (playback a quarter slower). */
-const DELAY_RAMP_RATE = 0.25;
 
 /** The subset of a `VideoFrame` the presenter uses, so tests can pass a stand-in. */
 export type PresentableFrame = Pick<VideoFrame, 'displayWidth' | 'displayHeight' | 'close'> &
@@ -73,28 +66,29 @@ export type PresentableFrame = Pick<VideoFrame, 'displayWidth' | 'displayHeight'
 interface Queued<M> {
   readonly frame: PresentableFrame;
   readonly meta: M;
-  readonly captureUs: number;
-  /** Moves when the mapping moves. */
-  dueMs: number;
+  readonly dueMs: number;
   readonly late: boolean;
+  readonly holdMs: number;
 }
 
 type Context2D = CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D;
 
 /**
- * Paints decoded frames on a canvas at `arrival-anchored` times: the first frame maps its capture
- * time to its arrival time, and every frame is painted at
- * `anchorLocal + (capture - anchorCapture) + presentationDelayMs`. So frames keep the spacing they
- * were captured with, and network jitter up to the delay is absorbed.
+ * Paints decoded frames on a canvas with an adaptive hold (a jitter buffer): each frame is due at
+ * the time the earliest-arrival line predicts for its capture time plus the hold, which a
+ * {@link JitterEstimator} sets from the recent arrival jitter and decode times, never above
+ * `presentationDelayMs`. Frames keep the spacing they were captured with, with no more delay than
+ * the link's measured jitter needs (a few ms on a calm link).
  *
- * - A frame already past its time when it arrives is painted at the next paint opportunity and
- *   counted `late`.
- * - When a newer frame is due, older unpainted ones are closed and counted `dropped`.
- * - The mapping moves (re-anchors) to a frame that arrives more than `maxDriftMs` earlier than it
- *   predicts, or after `maxLateStreak` consecutive late frames, so the delay stays bounded; frames
- *   still waiting move with it.
- * - With `presentationDelayMs` 0 there is no mapping: each frame is painted at the next paint
- *   opportunity, and a newer one supersedes it if it comes first.
+ * - The first frame after a start (or a {@link CanvasPresenter.reset}) is painted at once: the first
+ *   picture never waits for the buffer.
+ * - Latency never creeps: a frame ready only after its due time is painted at the next paint
+ *   opportunity (counted `late`), and when several are due only the newest is painted; the others
+ *   (and any beyond `maxQueued`) are closed and counted `skippedBehind`. A frame far off the line (a stalled link releasing a
+ *   backlog, a restarted source clock) starts a new line (counted in `reanchors`) instead of
+ *   holding every frame after it.
+ * - With `presentationDelayMs` 0 each frame is painted at the next paint opportunity, and a newer
+ *   one supersedes it if it comes first.
  *
  * Every frame given to {@link CanvasPresenter.present} is closed exactly once: after its paint,
  * when dropped, or by {@link CanvasPresenter.close}.
@@ -103,51 +97,41 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
   /** Counters this presenter updates. */
   readonly stats: VideoStats;
   readonly #canvas: HTMLCanvasElement | OffscreenCanvas;
-  #delayMs: number;
-  readonly #rampDelay: boolean;
-  /** When the delay started building up from 0 (local ms); `undefined` once it is whole. */
-  #rampFrom: number | undefined;
+  readonly #jitter: JitterEstimator;
   readonly #now: () => number;
   readonly #requestFrame: RequestFrame;
   readonly #onPaint: ((report: PaintReport<M>) => void) | undefined;
   readonly #logger: Logger;
-  readonly #maxDriftMs: number;
-  readonly #maxLateStreak: number;
   readonly #maxQueued: number;
   readonly #queue: Queued<M>[] = [];
   readonly #drainWaiters: (() => void)[] = [];
   #context: Context2D | undefined;
-  #anchor: { readonly localMs: number; readonly captureUs: number } | undefined;
-  #lateStreak = 0;
   #paintScheduled = false;
   #width = 0;
   #height = 0;
   #closed = false;
 
   constructor(options: CanvasPresenterOptions<M>) {
-    const delay = options.presentationDelayMs;
-    if (!(Number.isFinite(delay) && delay >= 0)) {
-      throw new TypeError(`presentationDelayMs must be a number ≥ 0, got ${delay}`);
-    }
+    this.#jitter = new JitterEstimator({ ...options.jitter, ceilingMs: options.presentationDelayMs });
     this.#canvas = options.canvas;
-    this.#delayMs = delay;
-    this.#rampDelay = options.rampDelay ?? true;
     this.#now = options.now ?? (() => performance.now());
     this.#requestFrame = options.requestFrame ?? defaultRequestFrame();
     this.stats = options.stats ?? new VideoStats({ now: this.#now });
     this.#onPaint = options.onPaint;
     this.#logger = options.logger ?? consoleLogger();
-    this.#maxDriftMs = options.maxDriftMs ?? 50;
-    this.#maxLateStreak = options.maxLateStreak ?? 10;
     this.#maxQueued = options.maxQueued ?? 16;
-    if (!(this.#maxDriftMs > 0)) throw new TypeError(`maxDriftMs must be > 0, got ${this.#maxDriftMs}`);
-    for (const [name, value] of [
-      ['maxLateStreak', this.#maxLateStreak],
-      ['maxQueued', this.#maxQueued],
-    ] as const) {
-      if (!(Number.isInteger(value) && value >= 1))
-        throw new TypeError(`${name} must be an integer ≥ 1, got ${value}`);
-    }
+    if (!(Number.isInteger(this.#maxQueued) && this.#maxQueued >= 1))
+      throw new TypeError(`maxQueued must be an integer ≥ 1, got ${this.#maxQueued}`);
+  }
+
+  /** The hold in force now, ms (the adaptive jitter buffer's target, at most `presentationDelayMs`). */
+  get holdMs(): number {
+    return this.#jitter.holdMs(this.#now());
+  }
+
+  /** The arrival jitter estimate, ms (high percentile of lateness); `null` before the first frame. */
+  get jitterMs(): number | null {
+    return this.#jitter.jitterMs;
   }
 
   /** Frames waiting for their paint. */
@@ -168,31 +152,27 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     }
     const nowMs = this.#now();
     const capture = meta.captureTimestampUs;
+    const arrivalMs = Math.min(meta.receivedMs ?? nowMs, nowMs);
+    const verdict = this.#jitter.handleArrival(arrivalMs, capture);
+    this.#jitter.handleProcessing(nowMs, nowMs - arrivalMs);
+    if (verdict.reanchored && this.#jitter.ceilingMs > 0) this.stats.recordReanchor();
+    const holdMs = this.#jitter.holdMs(nowMs);
+    this.stats.recordHold(holdMs, this.#jitter.jitterMs);
     let dueMs = nowMs;
     let late = false;
-    if (this.#delayMs > 0) {
-      if (this.#anchor === undefined) {
-        this.#reanchor(nowMs, capture, false);
-        if (this.#rampDelay) this.#rampFrom = nowMs;
-      }
-      // How much later than the mapping predicts this frame arrived (negative: earlier).
-      const lagMs = nowMs - this.#predictedArrival(capture);
-      if (lagMs < -this.#maxDriftMs) {
-        this.#reanchor(nowMs, capture, true);
-      } else if (lagMs > this.#delayMs) {
+    let heldMs = 0;
+    if (holdMs > 0 && !verdict.restarted) {
+      dueMs = this.#jitter.expectedArrivalMs(capture)! + holdMs;
+      heldMs = holdMs;
+      if (dueMs < nowMs) {
         late = true;
         this.stats.recordLate();
-        this.#lateStreak++;
-        if (this.#lateStreak >= this.#maxLateStreak) this.#reanchor(nowMs, capture, true);
-      } else {
-        this.#lateStreak = 0;
       }
-      dueMs = this.#predictedArrival(capture) + this.#appliedDelay(nowMs);
     }
-    this.#queue.push({ frame, meta, captureUs: capture, dueMs, late });
+    this.#queue.push({ frame, meta, dueMs, late, holdMs: heldMs });
     while (this.#queue.length > this.#maxQueued) {
       this.#queue.shift()!.frame.close();
-      this.stats.recordDropped();
+      this.stats.recordSkippedBehind();
     }
     this.#schedule();
   }
@@ -204,24 +184,19 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
   }
 
   /**
-   * Forgets the clock mapping; the next frame anchors a new one. Call it when the source restarts
-   * its capture clock.
+   * Forgets the clock mapping; the next frame is shown at once and starts a new one. Call it when
+   * the source restarts its capture clock. The hold stays: it describes the link.
    */
   reset(): void {
-    this.#anchor = undefined;
-    this.#lateStreak = 0;
+    this.#jitter.reset();
   }
 
   /**
-   * Another presentation delay from the next frame on (the profile changed); the clock mapping
-   * starts over.
+   * Another ceiling for the hold from the next frame on (the profile changed its presentation
+   * delay); a hold above it comes down to it at once.
    */
   setPresentationDelay(delayMs: number): void {
-    if (!(Number.isFinite(delayMs) && delayMs >= 0)) {
-      throw new TypeError(`presentationDelayMs must be a number ≥ 0, got ${delayMs}`);
-    }
-    this.#delayMs = delayMs;
-    this.reset();
+    this.#jitter.setCeiling(delayMs);
   }
 
   /** Closes every waiting frame and stops painting. */
@@ -230,33 +205,6 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     this.#closed = true;
     for (const q of this.#queue.splice(0)) q.frame.close();
     this.#settleDrain();
-  }
-
-  /**
-   * Maps `captureUs` to `localMs` from now on. Frames still waiting move with the mapping, so they
-   * keep their spacing and order instead of being overtaken.
-   */
-  #reanchor(localMs: number, captureUs: number, counted: boolean): void {
-    this.#anchor = { localMs, captureUs };
-    this.#lateStreak = 0;
-    if (counted) this.stats.recordReanchor();
-    const delay = this.#appliedDelay(localMs);
-    for (const q of this.#queue) q.dueMs = this.#predictedArrival(q.captureUs) + delay;
-  }
-
-  /** The delay in force at `nowMs`: building up at a quarter of real time after a start, then whole. */
-  #appliedDelay(nowMs: number): number {
-    if (this.#rampFrom === undefined) return this.#delayMs;
-    const built = (nowMs - this.#rampFrom) * DELAY_RAMP_RATE;
-    if (built < this.#delayMs) return built;
-    this.#rampFrom = undefined;
-    return this.#delayMs;
-  }
-
-  /** Local time at which the mapping expects a frame captured at `captureUs` to arrive. */
-  #predictedArrival(captureUs: number): number {
-    const anchor = this.#anchor!;
-    return anchor.localMs + (captureUs - anchor.captureUs) / 1000;
   }
 
   #schedule(): void {
@@ -281,7 +229,7 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
       const shown = taken.pop()!;
       for (const q of taken) {
         q.frame.close();
-        this.stats.recordDropped();
+        this.stats.recordSkippedBehind();
       }
       try {
         this.#paint(shown, nowMs);
@@ -312,7 +260,7 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     const listener = this.#onPaint;
     if (listener !== undefined)
       safeCall(this.#logger, 'onPaint', () =>
-        listener({ meta: q.meta, paintMs: nowMs, dueMs: q.dueMs, late: q.late }),
+        listener({ meta: q.meta, paintMs: nowMs, dueMs: q.dueMs, late: q.late, holdMs: q.holdMs }),
       );
   }
 

@@ -1,4 +1,5 @@
-import { seqDiff32, wrapU32 } from '@svc/wire';
+import { captureClockAgeMs, seqDiff32, wrapU32 } from '@svc/wire';
+import { percentile, pruneBefore, sortedValues, type TimedSample } from './window.js';
 
 /** Construction options of {@link VideoStats}. */
 export interface VideoStatsOptions {
@@ -12,7 +13,7 @@ export interface VideoStatsOptions {
   readonly clockOffsetMs?: number;
   /** Window of the bitrate, ms (default 1000). */
   readonly bitrateWindowMs?: number;
-  /** Window of the latency percentiles, ms (default 5000). */
+  /** Window of the latency and picture age percentiles, ms (default 5000). */
   readonly latencyWindowMs?: number;
 }
 
@@ -22,7 +23,10 @@ export interface DecodeTimeSnapshot {
   readonly meanMs: number | null;
 }
 
-/** Send→paint latency over the sliding window, ms; `null` until the first painted frame. */
+/**
+ * A duration per painted frame over the sliding window, ms (send→paint latency, picture age);
+ * `null` until the first sample.
+ */
 export interface LatencySnapshot {
   readonly lastMs: number | null;
   readonly p50Ms: number | null;
@@ -43,8 +47,15 @@ export interface VideoStatsSnapshot {
   readonly decoded: number;
   /** Decoder failures (each one resets the decoder until the next keyframe). */
   readonly decodeErrors: number;
-  /** Frames discarded because the decoder or the presenter was behind. */
+  /** Frames discarded because the decoder or the presenter was behind (`skippedBehind` among them). */
   readonly dropped: number;
+  /**
+   * Frames passed over to catch up when the pipeline fell behind (a burst, a slow decode, CPU
+   * contention, paints that stopped): deltas skipped to the next keyframe, decoded and not painted,
+   * or overtaken by a newer frame before their paint. Latency never creeps: the newest decodable
+   * frame is shown instead.
+   */
+  readonly skippedBehind: number;
   /** Frames that arrived after their presentation time (painted at once). */
   readonly late: number;
   /** Frames drawn on the canvas. */
@@ -65,16 +76,20 @@ export interface VideoStatsSnapshot {
   readonly decodeTime: DecodeTimeSnapshot;
   /** From the daemon sending the frame to its paint. */
   readonly latency: LatencySnapshot;
+  /**
+   * Picture age: from the frame's capture (robot clock) to its paint, with the clock offset. Only
+   * frames with a known capture clock, painted while the offset was known, count.
+   */
+  readonly pictureAge: LatencySnapshot;
+  /** The presenter's current hold (adaptive jitter buffer), ms: 0 paints each frame as soon as it is decoded. */
+  readonly holdMs: number;
+  /** The presenter's arrival jitter estimate (high percentile of lateness), ms; `null` before the first frame. */
+  readonly jitterMs: number | null;
   /** The clock offset the latency was computed with. */
   readonly clockOffsetMs: number;
 }
 
-interface Sample {
-  readonly atMs: number;
-  readonly value: number;
-}
-
-/** Most latency samples kept, whatever the window. */
+/** Most latency (and picture age) samples kept, whatever the window. */
 const MAX_LATENCY_SAMPLES = 2048;
 
 /**
@@ -97,6 +112,7 @@ export class VideoStats {
   #decoded = 0;
   #decodeErrors = 0;
   #dropped = 0;
+  #skippedBehind = 0;
   #late = 0;
   #painted = 0;
   #replayed = 0;
@@ -107,8 +123,12 @@ export class VideoStats {
   #decodeLastMs: number | null = null;
   #decodeTotalMs = 0;
   #latencyLastMs: number | null = null;
-  readonly #received: Sample[] = [];
-  readonly #latencies: Sample[] = [];
+  #pictureAgeLastMs: number | null = null;
+  #holdMs = 0;
+  #jitterMs: number | null = null;
+  readonly #received: TimedSample[] = [];
+  readonly #latencies: TimedSample[] = [];
+  readonly #pictureAges: TimedSample[] = [];
 
   constructor(options: VideoStatsOptions = {}) {
     this.#now = options.now ?? (() => performance.now());
@@ -145,6 +165,21 @@ export class VideoStats {
   /** Counts `count` frames discarded because the decoder or the presenter was behind. */
   recordDropped(count = 1): void {
     this.#dropped += count;
+  }
+
+  /**
+   * Counts `count` frames passed over to catch up (see {@link VideoStatsSnapshot.skippedBehind});
+   * they count as `dropped` too.
+   */
+  recordSkippedBehind(count = 1): void {
+    this.#skippedBehind += count;
+    this.#dropped += count;
+  }
+
+  /** Sets the presenter's current hold and jitter estimate, ms. */
+  recordHold(holdMs: number, jitterMs: number | null): void {
+    this.#holdMs = holdMs;
+    this.#jitterMs = jitterMs;
   }
 
   /** Counts one frame that missed its presentation time. */
@@ -192,14 +227,27 @@ export class VideoStats {
     return latencyMs;
   }
 
+  /**
+   * Records the picture age of one painted frame (see {@link pictureAgeAtPaintMs}); a `NaN` age
+   * (capture clock or offset unknown) is not recorded.
+   */
+  recordPictureAge(paintMs: number, ageMs: number): void {
+    if (Number.isNaN(ageMs)) return;
+    this.#pictureAgeLastMs = ageMs;
+    this.#pictureAges.push({ atMs: paintMs, value: ageMs });
+    if (this.#pictureAges.length > MAX_LATENCY_SAMPLES) this.#pictureAges.shift();
+  }
+
   /** A plain JSON copy of the current values. */
   snapshot(): VideoStatsSnapshot {
     const nowMs = this.#now();
-    prune(this.#received, nowMs - this.#bitrateWindowMs);
-    prune(this.#latencies, nowMs - this.#latencyWindowMs);
+    pruneBefore(this.#received, nowMs - this.#bitrateWindowMs);
+    pruneBefore(this.#latencies, nowMs - this.#latencyWindowMs);
+    pruneBefore(this.#pictureAges, nowMs - this.#latencyWindowMs);
     let windowBytes = 0;
     for (const s of this.#received) windowBytes += s.value;
-    const sorted = this.#latencies.map((s) => s.value).sort((a, b) => a - b);
+    const sorted = sortedValues(this.#latencies);
+    const ages = sortedValues(this.#pictureAges);
     return {
       framesReceived: this.#framesReceived,
       framesRepaired: this.#framesRepaired,
@@ -207,6 +255,7 @@ export class VideoStats {
       decoded: this.#decoded,
       decodeErrors: this.#decodeErrors,
       dropped: this.#dropped,
+      skippedBehind: this.#skippedBehind,
       replayed: this.#replayed,
       late: this.#late,
       painted: this.#painted,
@@ -225,6 +274,14 @@ export class VideoStats {
         p95Ms: percentile(sorted, 0.95),
         samples: sorted.length,
       },
+      pictureAge: {
+        lastMs: this.#pictureAgeLastMs,
+        p50Ms: percentile(ages, 0.5),
+        p95Ms: percentile(ages, 0.95),
+        samples: ages.length,
+      },
+      holdMs: this.#holdMs,
+      jitterMs: this.#jitterMs,
       clockOffsetMs: this.clockOffsetMs,
     };
   }
@@ -244,18 +301,22 @@ export function sendToPaintMs(paintMs: number, senderTimestampUs: number, clockO
   return seqDiff32(daemonNowUs, senderTimestampUs) / 1000;
 }
 
-/** Nearest-rank percentile of an ascending list; `null` when it is empty. */
-function percentile(sorted: readonly number[], q: number): number | null {
-  if (sorted.length === 0) return null;
-  const rank = Math.max(1, Math.ceil(q * sorted.length));
-  return sorted[rank - 1] ?? null;
-}
-
-/** Removes the samples taken before `fromMs` (they are in time order). */
-function prune(samples: Sample[], fromMs: number): void {
-  let drop = 0;
-  while (drop < samples.length && samples[drop]!.atMs < fromMs) drop++;
-  if (drop > 0) samples.splice(0, drop);
+/**
+ * Picture age at paint, ms: how long before the paint the frame was captured, on the robot's clock
+ * (the robot's time at paint is `paintMs - clockOffsetMs`). `NaN` when the capture clock is 0
+ * (unknown) or the offset is not known yet. Right across the 32-bit wrap of the capture clock.
+ *
+ * @param paintMs - Local clock at paint, ms.
+ * @param captureClockUs - The frame's capture time on the robot's wall clock, µs, 32 bits wrapping; 0 unknown.
+ * @param clockOffsetMs - Local clock minus the robot's clock, ms; `undefined` when not known.
+ */
+export function pictureAgeAtPaintMs(
+  paintMs: number,
+  captureClockUs: number,
+  clockOffsetMs: number | undefined,
+): number {
+  if (clockOffsetMs === undefined) return Number.NaN;
+  return captureClockAgeMs(captureClockUs, paintMs - clockOffsetMs) ?? Number.NaN;
 }
 
 function positive(name: string, value: number): number {
