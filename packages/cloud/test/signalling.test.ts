@@ -292,6 +292,8 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
       await pilot.sync();
       h.signalling.sweep();
       expect((await first.closed).code).toBe(4408);
+      // The pilot, which holds a session on it, is told.
+      expect(await pilot.sync()).toEqual([{ type: 'robot-offline', robot_id: robot.robotId }]);
       pilot.send({ type: 'connect', robot_id: robot.robotId });
       expect(await pilot.next()).toEqual({ type: 'robot-offline', robot_id: robot.robotId });
       // Back, with no sessions: the slot is free.
@@ -318,6 +320,14 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
         announcement({ sessions: [{ session_id: offer.session_id, role: 'driver', sub: 'user:pilot' }] }),
       );
       expect((await first.closed).code).toBe(4409);
+      // Told who drives after the offer, and again after the robot's announce: the same session.
+      const driver = {
+        type: 'driver',
+        robot_id: robot.robotId,
+        session_id: offer.session_id,
+        user: { id: 'user:pilot', name: null },
+      };
+      expect(await pilot.sync()).toEqual([driver, driver]);
       pilot.send({ type: 'connect', robot_id: robot.robotId });
       expect((await pilot.expect('offer')).role).toBe('observer');
       const listed = await h.http('GET', `/api/v1/robots/${robot.robotId}`, alice.token);
@@ -508,6 +518,11 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
       expect(entries).toHaveLength(1);
       expect(entries[0]?.orgId).toBe(alice.orgId);
 
+      // The pilot heard who drove after its offer; it holds no session on the robot any more, so it
+      // hears nothing of the slot since.
+      expect((await pilot.sync()).map((m: { session_id: string | null }) => m.session_id)).toEqual([
+        offer.session_id,
+      ]);
       // The revoked token opens nothing more.
       pilot.send({ type: 'connect', robot_id: robot.robotId });
       expect(await pilot.expect('denied')).toMatchObject({ reason: 'bad-token' });

@@ -145,6 +145,12 @@ function step(
     case 'heartbeat-ack':
     case 'session-open':
     case 'session-revoked':
+    // Driver slot news (handover) is not for a pilot waiting for its offer.
+    case 'driver':
+    case 'control-request':
+    case 'control-pending':
+    case 'control-result':
+    case 'session-role':
       return undefined;
     default:
       return message satisfies never;

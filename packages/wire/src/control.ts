@@ -1,6 +1,6 @@
-import { z } from 'zod';
 import { WireError } from './errors.js';
 import { QOS_PROFILE_NAMES } from './qos-profile.js';
+import { z } from './zod.js';
 
 /**
  * Control-stream messages: one JSON object per line (`\n`), each with a `type`, on the first

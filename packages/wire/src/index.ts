@@ -30,7 +30,13 @@ export {
   MAX_CONTROL_LINE_BYTES,
 } from './control.js';
 export { isWireError, WireError, type WireErrorCode } from './errors.js';
-export { encodeParity, MAX_BLOCK_CHUNKS, recoverData } from './fec/reed-solomon.js';
+export {
+  activeFecKernel,
+  encodeParity,
+  type FecKernelName,
+  MAX_BLOCK_CHUNKS,
+  recoverData,
+} from './fec/reed-solomon.js';
 export {
   DEFAULT_MAX_BLOCK_DATA,
   DEFAULT_MAX_DATAGRAM_BYTES,
@@ -63,6 +69,8 @@ export {
 } from './reassembler.js';
 export { seqDiff16, seqDiff32, seqLess16, seqNext16, wrapU32 } from './seq.js';
 export {
+  CONTROL_OUTCOMES,
+  type ControlOutcome,
   DENIAL_REASONS,
   type DenialReason,
   encodeSignalMessage,
@@ -79,5 +87,6 @@ export {
   type SignalCandidate,
   type SignalChannel,
   type SignalClientMessage,
+  type SignalPerson,
   type SignalServerMessage,
 } from './signalling.js';

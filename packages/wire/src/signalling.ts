@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { WireError } from './errors.js';
+import { z } from './zod.js';
 
 /**
  * Signalling protocol v2: JSON text messages on the WebSocket `/ws` of svc-cloud, one object per
@@ -85,6 +85,36 @@ export type SignalChannel = z.infer<typeof channel>;
 
 const certHash = z.string().regex(/^[0-9a-f]{64}$/, { error: 'a SHA-256 hash in lowercase hex' });
 
+const requestId = z.string().min(1).max(128);
+
+/** Who a session is for, as other pilots see them: the token's `sub` and a display name, when known. */
+const person = z
+  .object({
+    /** The token's `sub`: `user:<id>`, `key:<id>` or `anonymous`. */
+    id: z.string().max(256),
+    /** The user's name, or the API key's `subject`; `null` when there is none. */
+    name: z.string().max(256).nullable(),
+  })
+  .strict();
+/** A person in `driver`, `control-request` and `control-pending`. */
+export type SignalPerson = z.infer<typeof person>;
+
+/**
+ * How a control request (`request-control`, `take-control`) ended, in `control-result`:
+ *
+ * - `granted`: the requester drives now (the driver said yes, released the slot, or it was free);
+ * - `refused`: the driver said no;
+ * - `timeout`: the driver did not answer in time;
+ * - `cancelled`: the request ended unanswered (a side left, the driver changed, the robot lost the
+ *   cloud);
+ * - `taken`: an admin took the slot over (to the taker, to the driver who lost it, and to the
+ *   requester of a request the takeover ended);
+ * - `denied`: the server would not pass the request on (the reason is in `message`).
+ */
+export const CONTROL_OUTCOMES = ['granted', 'refused', 'timeout', 'cancelled', 'taken', 'denied'] as const;
+/** One of {@link CONTROL_OUTCOMES}. */
+export type ControlOutcome = (typeof CONTROL_OUTCOMES)[number];
+
 const openSession = z.object({ session_id: sessionId, role, sub: z.string().max(256) }).strict();
 
 const robotAuth = z
@@ -121,6 +151,14 @@ const clientOthers = [
   z.object({ type: z.literal('session-ended'), session_id: sessionId }).strict(),
   z.object({ type: z.literal('connect'), robot_id: robotId }).strict(),
   z.object({ type: z.literal('leave'), session_id: sessionId }).strict(),
+  /** An observer session of a `drive` token asks the driver for the slot. */
+  z.object({ type: z.literal('request-control'), session_id: sessionId }).strict(),
+  /** The driver's answer to a `control-request`. */
+  z.object({ type: z.literal('answer-control'), request_id: requestId, grant: z.boolean() }).strict(),
+  /** An org admin or owner with a `drive` token takes the slot at once. */
+  z.object({ type: z.literal('take-control'), session_id: sessionId }).strict(),
+  /** The driver gives the slot up. */
+  z.object({ type: z.literal('release-control'), session_id: sessionId }).strict(),
 ] as const;
 
 /** Messages a robot or pilot sends. */
@@ -206,6 +244,48 @@ const serverMessages = z.discriminatedUnion('type', [
   z.object({ type: z.literal('robot-offline'), robot_id: robotId }).strict(),
   z
     .object({
+      type: z.literal('driver'),
+      robot_id: robotId,
+      /** The session holding the driver slot, `null` when it is free. */
+      session_id: sessionId.nullable(),
+      user: person.nullable(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('control-request'),
+      request_id: requestId,
+      /** The driver's session, whose slot is asked for. */
+      session_id: sessionId,
+      /** Who asks. */
+      user: person,
+      expires_in_ms: z.number().int().min(0),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('control-pending'),
+      request_id: requestId,
+      /** The requester's session. */
+      session_id: sessionId,
+      /** Who is asked (the driver). */
+      driver: person,
+      expires_in_ms: z.number().int().min(0),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('control-result'),
+      request_id: requestId,
+      /** The session of the one told: the requester's, the taker's, or the driver's. */
+      session_id: sessionId,
+      outcome: z.enum(CONTROL_OUTCOMES),
+      message: z.string().max(512),
+    })
+    .strict(),
+  z.object({ type: z.literal('session-role'), session_id: sessionId, role }).strict(),
+  z
+    .object({
       type: z.literal('error'),
       code: z.enum(['bad-message', 'rate-limited', 'not-allowed']),
       message: z.string().max(512),
@@ -267,6 +347,11 @@ const SERVER_TYPES = new Set([
   'session-revoked',
   'offer',
   'robot-offline',
+  'driver',
+  'control-request',
+  'control-pending',
+  'control-result',
+  'session-role',
   'error',
 ]);
 

@@ -80,6 +80,71 @@ describe('signalling v2 messages', () => {
     );
   });
 
+  it('parses the pilot messages of the driver slot and refuses malformed ones, naming the field', () => {
+    const good = [
+      { type: 'request-control', session_id: 's1' },
+      { type: 'answer-control', request_id: 'r1', grant: true },
+      { type: 'answer-control', request_id: 'r1', grant: false },
+      { type: 'take-control', session_id: 's1' },
+      { type: 'release-control', session_id: 's1' },
+    ];
+    for (const message of good) expect(client(JSON.stringify(message))).toEqual(message);
+    const bad: [unknown, string][] = [
+      [{ type: 'answer-control', request_id: 'r1', grant: 'yes' }, 'grant'],
+      [{ type: 'answer-control', grant: true }, 'request_id'],
+      [{ type: 'request-control', session_id: '' }, 'session_id'],
+      [{ type: 'take-control', session_id: 's'.repeat(129) }, 'session_id'],
+      [{ type: 'release-control', session_id: 's1', role: 'driver' }, '(root)'],
+    ];
+    for (const [message, field] of bad) {
+      const parsed = parseSignalClientMessage(JSON.stringify(message));
+      expect(parsed).toBeInstanceOf(WireError);
+      expect((parsed as WireError).message).toContain(field);
+    }
+  });
+
+  it('round-trips the server messages of the driver slot and refuses an unknown outcome', () => {
+    const messages = [
+      {
+        type: 'driver' as const,
+        robot_id: 'amr-7',
+        session_id: 's1',
+        user: { id: 'user:6f1c', name: 'Olga' },
+      },
+      { type: 'driver' as const, robot_id: 'amr-7', session_id: null, user: null },
+      {
+        type: 'control-request' as const,
+        request_id: 'r1',
+        session_id: 's1',
+        user: { id: 'key:k1', name: null },
+        expires_in_ms: 10_000,
+      },
+      {
+        type: 'control-pending' as const,
+        request_id: 'r1',
+        session_id: 's2',
+        driver: { id: 'user:6f1c', name: 'Olga' },
+        expires_in_ms: 9_500,
+      },
+      {
+        type: 'control-result' as const,
+        request_id: 'r1',
+        session_id: 's2',
+        outcome: 'granted' as const,
+        message: 'you drive now',
+      },
+      { type: 'session-role' as const, session_id: 's2', role: 'driver' as const },
+    ];
+    for (const message of messages)
+      expect(parseSignalServerMessage(encodeSignalMessage(message))).toEqual(message);
+    const odd = { ...messages[4]!, outcome: 'maybe' };
+    expect(() => encodeSignalMessage(odd as never)).toThrow(/outcome/);
+    expect(parseSignalServerMessage(JSON.stringify(odd))).toBeInstanceOf(WireError);
+    expect(parseSignalServerMessage(JSON.stringify({ ...messages[0]!, user: { id: 'u' } }))).toBeInstanceOf(
+      WireError,
+    );
+  });
+
   it('signs a domain-separated payload that binds the nonce and the robot id', () => {
     expect(new TextDecoder().decode(robotChallengePayload('n0nce', 'amr-7'))).toBe(
       'svc-signal-v2:n0nce:amr-7',

@@ -21,6 +21,8 @@ export interface PilotClaims {
   readonly jti: string;
   /** Expiry, seconds since the epoch. */
   readonly exp: number;
+  /** For an API key's token, the customer's own user id it named. */
+  readonly act?: string;
 }
 
 /** Who a connection's `auth` says it is. */

@@ -12,6 +12,11 @@ export interface SignallingHub {
   readonly heartbeatMs: number;
   /** The robots online on this node, by id. */
   readonly robots: Map<string, RobotPresence>;
+  /**
+   * Robots that lost their connection with sessions open, by id, with when (monotonic ms): their
+   * sessions (and which pilot holds each) are taken back when the robot returns, for a while.
+   */
+  readonly parked: Map<string, { readonly presence: RobotPresence; readonly since: number }>;
   /** Revoked token ids and their expiry (seconds since the epoch): refused until then. */
   readonly revokedJtis: Map<string, number>;
   readonly lastSeen: LastSeenWriter;

@@ -1,6 +1,7 @@
 /**
  * Signalling v2 (`/ws`) and presence: robots prove their key and announce themselves, pilots get
- * offers, the server keeps each robot's presence, sessions and driver slot.
+ * offers, the server keeps each robot's presence, sessions and driver slot (who drives, handover,
+ * takeover, and their audit).
  *
  * @packageDocumentation
  */
@@ -20,9 +21,20 @@ export {
   type SignalConnectionOptions,
   type SignalSocket,
 } from './connection.js';
+export {
+  CONTROL_REFUSAL_COOLDOWN_MS,
+  CONTROL_REQUEST_TIMEOUT_MS,
+  type ControlOutcome,
+  DRIVER_SLOT_AUDIT,
+  DriverControl,
+  type DriverControlOptions,
+  type ReleaseHow,
+} from './control.js';
+export { PeopleDirectory, type SignalPerson, subjectOf } from './people.js';
 export type { VerifiedSessionToken, VerifySessionToken } from './pilot-handlers.js';
 export {
   type Announcement,
+  type ControlRequest,
   offlineView,
   type PilotLink,
   type PresenceView,

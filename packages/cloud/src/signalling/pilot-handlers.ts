@@ -1,5 +1,6 @@
 import { ROBOT_ID_PATTERN, SIGNAL_CLOSE, type SignalClientMessage } from '@svc/wire';
 import { type PilotState, type SignalConnection, truncate } from './connection.js';
+import type { DriverControl } from './control.js';
 import { heartbeatAck, notAllowed, type SignallingHub } from './hub.js';
 
 /** What a verified pilot session token says (the claims signalling uses). */
@@ -11,6 +12,8 @@ export interface VerifiedSessionToken {
   readonly jti: string;
   /** Expiry, seconds since the epoch. */
   readonly exp: number;
+  /** For an API key's token, the customer's own user id it named (shown to other pilots as the name). */
+  readonly act?: string | undefined;
 }
 
 /**
@@ -27,21 +30,26 @@ export interface PilotHandlersOptions {
   readonly maxSessionsPerPilot: number;
   /** New session ids. */
   readonly newSessionId: () => string;
+  /** The driver slot: handover, takeover, release, and who drives. */
+  readonly control: DriverControl;
 }
 
 /**
  * The pilot side of signalling: a pilot presents a session token for one robot, then asks for
  * sessions on it (`connect`, answered with an `offer` while the robot sends `session-open`) and
- * leaves them.
+ * leaves them. A pilot connection that stays open hears who drives (`driver`) and may ask for,
+ * answer, take and release the driver slot (see {@link DriverControl}).
  */
 export class PilotHandlers {
   readonly #hub: SignallingHub;
   readonly #verify: VerifySessionToken;
   readonly #maxSessions: number;
   readonly #newSessionId: () => string;
+  readonly #control: DriverControl;
 
   constructor(hub: SignallingHub, options: PilotHandlersOptions) {
     this.#hub = hub;
+    this.#control = options.control;
     this.#verify = options.verifySessionToken;
     this.#maxSessions = options.maxSessionsPerPilot;
     this.#newSessionId = options.newSessionId;
@@ -89,6 +97,7 @@ export class PilotHandlers {
       scope: claims.scope,
       jti: claims.jti,
       exp: claims.exp,
+      ...(claims.act === undefined ? {} : { act: claims.act }),
     });
     conn.send({
       type: 'auth-ok',
@@ -114,9 +123,17 @@ export class PilotHandlers {
           return;
         }
         state.sessions.delete(message.session_id);
-        this.#hub.robots.get(state.claims.robotId)?.end(message.session_id);
+        const presence = this.#hub.robots.get(state.claims.robotId);
+        if (presence !== undefined) this.#control.ended(presence, message.session_id, 'left');
+        else this.#hub.parked.get(state.claims.robotId)?.presence.end(message.session_id);
         return;
       }
+      case 'request-control':
+      case 'answer-control':
+      case 'take-control':
+      case 'release-control':
+        this.#control.onMessage(conn, state, message, now);
+        return;
       case 'auth':
         notAllowed(conn, 'already authenticated');
         return;
@@ -163,6 +180,7 @@ export class PilotHandlers {
       return;
     }
     const sessionId = this.#newSessionId();
+    const driverBefore = presence.driver;
     const record = presence.offer(sessionId, claims.scope, claims, conn, now);
     state.sessions.add(sessionId);
     presence.connection.send({
@@ -184,6 +202,7 @@ export class PilotHandlers {
       channels: [...announced.channels],
       relay: announced.relay,
     });
+    this.#control.offered(presence, driverBefore, conn);
     this.#hub.log.debug({ robotId, sessionId, role: record.role }, 'session offered');
   }
 }

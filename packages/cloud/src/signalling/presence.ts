@@ -15,15 +15,35 @@ export interface SessionRecord {
   readonly exp: number | undefined;
   /** When the server offered it, monotonic ms; `undefined` for a session the robot reported first. */
   readonly offeredAt: number | undefined;
+  /** The token's `act` (an API key's own user id), when the server offered the session and it had one. */
+  readonly act: string | undefined;
   /** Whether the robot has reported it running. */
   started: boolean;
   /** The pilot connection that asked for it, while that connection is open. */
   pilot: PilotLink | undefined;
+  /** When the driver last refused a control request of this session (monotonic ms), if ever. */
+  refusedAt: number | undefined;
 }
 
-/** The pilot connection a session was offered to, told when the session is gone. */
+/** The pilot connection a session was offered to: told about the slot, and when the session is gone. */
 export interface PilotLink {
   forget(sessionId: string): void;
+  send(message: SignalServerMessage): void;
+}
+
+/**
+ * A handover request waiting for the driver's answer. It is valid only while `driver` still holds
+ * the slot and `requester` is still a session of the robot; the control layer checks that after
+ * every change and cancels it otherwise.
+ */
+export interface ControlRequest {
+  readonly requestId: string;
+  /** The asking session. */
+  readonly requester: string;
+  /** The driver's session, the one asked. */
+  readonly driver: string;
+  /** When it times out, monotonic ms. */
+  readonly deadline: number;
 }
 
 /** The robot's connection, as presence holds it: messages to the robot, and closing it. */
@@ -86,6 +106,8 @@ export class RobotPresence {
   lastWrittenAt = 0;
   /** The session holding the driver slot, if any. */
   driver: string | undefined = undefined;
+  /** The handover request waiting for the driver's answer (one at a time), if any. */
+  request: ControlRequest | undefined = undefined;
   /** Allocated with the first session: most robots have none most of the time. */
   private sessionMap: Map<string, SessionRecord> | undefined = undefined;
 
@@ -123,7 +145,7 @@ export class RobotPresence {
   offer(
     sessionId: string,
     scope: 'drive' | 'observe',
-    claims: { sub: string; jti: string; exp: number },
+    claims: { sub: string; jti: string; exp: number; act?: string | undefined },
     pilot: PilotLink,
     now: number,
   ): SessionRecord {
@@ -136,8 +158,10 @@ export class RobotPresence {
       jti: claims.jti,
       exp: claims.exp,
       offeredAt: now,
+      act: claims.act,
       started: false,
       pilot,
+      refusedAt: undefined,
     };
     this.map().set(sessionId, record);
     return record;
@@ -145,9 +169,10 @@ export class RobotPresence {
 
   /**
    * The robot reports a session running (`session-started`, or in `announce`). The robot enforces
-   * the slot itself, so its word is taken: a driver it reports holds the slot.
+   * the slot itself, so its word is taken: a driver it reports holds the slot. Returns whether the
+   * session just acquired the slot (it was not a running driver before).
    */
-  started(sessionId: string, role: SessionRole, sub: string): void {
+  started(sessionId: string, role: SessionRole, sub: string): boolean {
     let record = this.sessionMap?.get(sessionId);
     if (record === undefined) {
       record = {
@@ -157,16 +182,46 @@ export class RobotPresence {
         jti: undefined,
         exp: undefined,
         offeredAt: undefined,
+        act: undefined,
         started: true,
         pilot: undefined,
+        refusedAt: undefined,
       };
       this.map().set(sessionId, record);
+      if (role === 'driver') this.driver = sessionId;
+      return role === 'driver';
     }
+    const acquired = role === 'driver' && !(record.started && record.role === 'driver');
     record.started = true;
     record.role = role;
     record.sub = sub;
     if (role === 'driver') this.driver = sessionId;
     else if (this.driver === sessionId) this.driver = undefined;
+    return acquired;
+  }
+
+  /**
+   * Gives the slot to `sessionId` (a handover, a takeover, a release or a request on a free slot):
+   * it becomes the driver, the one before it an observer. Returns the session that lost the slot.
+   *
+   * @throws {TypeError} when `sessionId` is not a session of this robot.
+   */
+  assign(sessionId: string): SessionRecord | undefined {
+    const record = this.sessionMap?.get(sessionId);
+    if (record === undefined) throw new TypeError(`RobotPresence.assign: no session ${sessionId}`);
+    const previous = this.driver === undefined ? undefined : this.sessionMap?.get(this.driver);
+    if (previous !== undefined && previous !== record) previous.role = 'observer';
+    record.role = 'driver';
+    this.driver = sessionId;
+    return previous === record ? undefined : previous;
+  }
+
+  /** The driver gives the slot up: its session stays, as an observer. */
+  release(): SessionRecord | undefined {
+    const record = this.driver === undefined ? undefined : this.sessionMap?.get(this.driver);
+    if (record !== undefined) record.role = 'observer';
+    this.driver = undefined;
+    return record;
   }
 
   /** Forgets a session and frees the slot if it held it. Returns the record, if it was known. */
@@ -179,28 +234,57 @@ export class RobotPresence {
     return record;
   }
 
-  /** Takes over the sessions of the connection this one replaces (the robot kept them). */
-  adopt(previous: RobotPresence): void {
+  /**
+   * Takes over the sessions of the connection this one replaces (the robot kept them), or of the
+   * robot's last connection when it comes back after losing the cloud (`withAnnouncement: false`:
+   * how to reach it is told again in its `announce`).
+   */
+  adopt(previous: RobotPresence, withAnnouncement = true): void {
     this.sessionMap = previous.sessionMap;
     this.driver = previous.driver;
-    this.announcement = previous.announcement;
+    this.request = previous.request;
+    if (withAnnouncement) this.announcement = previous.announcement;
     previous.sessionMap = undefined;
     previous.driver = undefined;
+    previous.request = undefined;
   }
 
-  /** Replaces the sessions with those the robot says are open (its `announce` after a reconnect). */
-  replaceSessions(open: readonly { session_id: string; role: SessionRole; sub: string }[]): void {
-    const offered = [...this.sessions()].filter((s) => !s.started);
+  /**
+   * Replaces the sessions with those the robot says are open (its `announce` after a reconnect).
+   * A session it keeps keeps its record (its pilot, its token); offers it has not seen start stay.
+   * Returns the running sessions it no longer has, and those that acquired the slot.
+   */
+  replaceSessions(open: readonly { session_id: string; role: SessionRole; sub: string }[]): {
+    ended: SessionRecord[];
+    acquired: SessionRecord[];
+  } {
+    const before = this.sessionMap ?? EMPTY;
     const kept = new Set(open.map((s) => s.session_id));
-    for (const s of this.sessions()) if (s.started && !kept.has(s.sessionId)) s.pilot?.forget(s.sessionId);
-    this.sessionMap = undefined;
+    const ended: SessionRecord[] = [];
+    const next = new Map<string, SessionRecord>();
     this.driver = undefined;
-    // Offers not yet started stay: the robot cannot know them until the pilot says hello.
-    for (const s of offered) {
-      this.map().set(s.sessionId, s);
-      if (s.role === 'driver') this.driver = s.sessionId;
+    for (const s of before.values()) {
+      if (s.started && !kept.has(s.sessionId)) {
+        ended.push(s);
+        s.pilot?.forget(s.sessionId);
+      } else if (!s.started) {
+        // Offers not yet started stay: the robot cannot know them until the pilot says hello.
+        next.set(s.sessionId, s);
+        if (s.role === 'driver') this.driver = s.sessionId;
+      } else {
+        next.set(s.sessionId, s);
+      }
     }
-    for (const s of open) this.started(s.session_id, s.role, s.sub);
+    this.sessionMap = next;
+    const acquired: SessionRecord[] = [];
+    for (const s of open) {
+      if (this.started(s.session_id, s.role, s.sub)) acquired.push(this.sessionMap.get(s.session_id)!);
+    }
+    // A kept session the robot now reports as an observer is not the driver any more; one it no
+    // longer reports as driver either.
+    if (this.driver !== undefined && this.sessionMap.get(this.driver)?.role !== 'driver')
+      this.driver = undefined;
+    return { ended, acquired };
   }
 
   /** The presence as the API shows it. */

@@ -9,6 +9,7 @@ import { audit } from '../audit/index.js';
 import { type CloudDb, robots } from '../db/index.js';
 import type { RobotKeyLoader, RobotKeyRow } from './batching.js';
 import type { SignalConnection } from './connection.js';
+import type { DriverControl } from './control.js';
 import { heartbeatAck, notAllowed, type SignallingHub } from './hub.js';
 import { RobotPresence } from './presence.js';
 
@@ -20,6 +21,8 @@ export interface RobotHandlersOptions {
   readonly devOpenEnrolment: boolean;
   /** Parsed Ed25519 keys kept. */
   readonly keyCacheSize: number;
+  /** The driver slot: what the robot reports changes it. */
+  readonly control: DriverControl;
 }
 
 /**
@@ -33,6 +36,7 @@ export class RobotHandlers {
   readonly #keys: RobotKeyLoader;
   readonly #devOpenEnrolment: boolean;
   readonly #keyCacheSize: number;
+  readonly #control: DriverControl;
   /** Parsed public keys by robot id, with the text they were parsed from; oldest first. */
   readonly #keyCache = new Map<string, { readonly text: string; readonly key: KeyObject }>();
 
@@ -42,6 +46,7 @@ export class RobotHandlers {
     this.#keys = options.keys;
     this.#devOpenEnrolment = options.devOpenEnrolment;
     this.#keyCacheSize = options.keyCacheSize;
+    this.#control = options.control;
   }
 
   /**
@@ -117,19 +122,23 @@ export class RobotHandlers {
           maxSessions: message.max_sessions,
           relay: message.relay,
         };
-        presence.replaceSessions(message.sessions);
+        this.#control.announced(presence, message.sessions);
         return;
       case 'session-started':
-        presence.started(message.session_id, message.role, message.sub);
+        this.#control.started(presence, message.session_id, message.role, message.sub);
         return;
       case 'session-ended':
-        presence.end(message.session_id);
+        this.#control.ended(presence, message.session_id, 'ended');
         return;
       case 'auth':
         notAllowed(conn, 'already authenticated');
         return;
       case 'connect':
       case 'leave':
+      case 'request-control':
+      case 'answer-control':
+      case 'take-control':
+      case 'release-control':
         notAllowed(conn, `"${message.type}" is a pilot message`);
         return;
       default:
@@ -178,6 +187,12 @@ export class RobotHandlers {
     const presence = new RobotPresence(row.robotId, row.orgId, conn, wallNow);
     const previous = hub.robots.get(row.robotId);
     if (previous !== undefined) presence.adopt(previous);
+    else {
+      // Back after losing the cloud: its sessions, and which pilot holds each, until it announces.
+      const parked = hub.parked.get(row.robotId);
+      hub.parked.delete(row.robotId);
+      if (parked !== undefined) presence.adopt(parked.presence, false);
+    }
     // Registered before the older connection closes, so closing it does not take the robot offline.
     hub.robots.set(row.robotId, presence);
     if (

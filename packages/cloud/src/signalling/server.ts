@@ -12,10 +12,13 @@ import {
   WireError,
 } from '@svc/wire';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { AuditBatcher } from '../audit/index.js';
 import type { CloudDb } from '../db/index.js';
 import { LastSeenWriter, RobotKeyLoader } from './batching.js';
 import { type OpenState, type RatePolicy, SignalConnection, truncate } from './connection.js';
+import { CONTROL_REFUSAL_COOLDOWN_MS, CONTROL_REQUEST_TIMEOUT_MS, DriverControl } from './control.js';
 import type { SignallingHub } from './hub.js';
+import { PeopleDirectory } from './people.js';
 import { PilotHandlers, type VerifySessionToken } from './pilot-handlers.js';
 import type { PresenceView, RobotPresence, SessionRecord } from './presence.js';
 import { RobotHandlers } from './robot-handlers.js';
@@ -67,6 +70,15 @@ export interface SignallingOptions {
   readonly maxSessionsPerPilot?: number;
   /** New session ids. Default `randomUUID`. */
   readonly newSessionId?: () => string;
+  /** How long a driver has to answer a control request. Default {@link CONTROL_REQUEST_TIMEOUT_MS}. */
+  readonly controlRequestTimeoutMs?: number;
+  /** How long a session refused by the driver waits before asking again. Default {@link CONTROL_REFUSAL_COOLDOWN_MS}. */
+  readonly controlRefusalCooldownMs?: number;
+  /**
+   * How long the sessions of a robot that lost its connection are remembered (with the pilot
+   * holding each), so that handover works again when it returns. Default 600 000.
+   */
+  readonly offlineSessionsKeptMs?: number;
 }
 
 /** What the HTTP API needs of signalling: presence, and ending sessions. */
@@ -80,6 +92,8 @@ export interface SignallingHandle {
   revokeSession(robotId: string, sessionId: string, reason: string): boolean;
   /** The robot was deleted: its sessions are revoked and its connection denied (`robot-deleted`, 4403). */
   robotDeleted(robotId: string): void;
+  /** Writes the driver-slot audit entries still batched (the audit log's reader calls it first). */
+  flushAudit(): Promise<void>;
 }
 
 /** Counts for a health page or a benchmark. */
@@ -110,6 +124,7 @@ export class SignallingServer implements SignallingHandle {
   readonly #clock: Clock;
   readonly #authTimeoutMs: number;
   readonly #offerTimeoutMs: number;
+  readonly #offlineKeptMs: number;
   readonly #rate: RatePolicy;
   readonly #lastSeenFlushMs: number;
   readonly #lastSeenEveryMs: number;
@@ -118,8 +133,11 @@ export class SignallingServer implements SignallingHandle {
   readonly #lastSeen: LastSeenWriter;
   readonly #robotSide: RobotHandlers;
   readonly #pilotSide: PilotHandlers;
+  readonly #control: DriverControl;
+  readonly #audit: AuditBatcher;
   readonly #connections = new Set<SignalConnection>();
   readonly #robots = new Map<string, RobotPresence>();
+  readonly #parked: SignallingHub['parked'] = new Map();
   readonly #revokedJtis = new Map<string, number>();
   readonly #sweepTimer: TimerHandle;
   #lastFlushAt: number;
@@ -135,6 +153,7 @@ export class SignallingServer implements SignallingHandle {
     this.#clock = options.clock ?? systemClock;
     this.#authTimeoutMs = options.authTimeoutMs ?? 10_000;
     this.#offerTimeoutMs = options.offerTimeoutMs ?? 30_000;
+    this.#offlineKeptMs = options.offlineSessionsKeptMs ?? 600_000;
     this.#rate = {
       perSecond: options.ratePerSecond ?? 20,
       burst: options.rateBurst ?? 40,
@@ -166,16 +185,31 @@ export class SignallingServer implements SignallingHandle {
       clock: this.#clock,
       heartbeatMs: options.heartbeatMs ?? 15_000,
       robots: this.#robots,
+      parked: this.#parked,
       revokedJtis: this.#revokedJtis,
       lastSeen: this.#lastSeen,
     };
+    this.#audit = new AuditBatcher({
+      db: options.db,
+      log: this.#log,
+      now: () => new Date(this.#clock.wallNow()),
+    });
+    this.#control = new DriverControl(this.#hub, {
+      people: new PeopleDirectory({ db: options.db, now: () => this.#clock.now() }),
+      audit: (entry) => this.#audit.enqueue(entry),
+      requestTimeoutMs: options.controlRequestTimeoutMs ?? CONTROL_REQUEST_TIMEOUT_MS,
+      refusalCooldownMs: options.controlRefusalCooldownMs ?? CONTROL_REFUSAL_COOLDOWN_MS,
+      newRequestId: randomUUID,
+    });
     this.#robotSide = new RobotHandlers(this.#hub, {
+      control: this.#control,
       db: options.db,
       keys: this.#keys,
       devOpenEnrolment: options.devOpenEnrolment,
       keyCacheSize: options.keyCacheSize ?? 100_000,
     });
     this.#pilotSide = new PilotHandlers(this.#hub, {
+      control: this.#control,
       verifySessionToken: options.verifySessionToken,
       maxSessionsPerPilot: options.maxSessionsPerPilot ?? 8,
       newSessionId: options.newSessionId ?? randomUUID,
@@ -258,6 +292,7 @@ export class SignallingServer implements SignallingHandle {
     }
     this.#keys.close();
     await this.#lastSeen.flush();
+    await this.#audit.close();
     this.#wss.close();
     this.#log.debug('signalling closed');
   }
@@ -273,7 +308,7 @@ export class SignallingServer implements SignallingHandle {
   /** See {@link SignallingHandle.revokeSession}. */
   revokeSession(robotId: string, sessionId: string, reason: string): boolean {
     const presence = this.#robots.get(robotId);
-    const record = presence?.end(sessionId);
+    const record = presence === undefined ? undefined : this.#control.ended(presence, sessionId, 'revoked');
     if (presence === undefined || record === undefined) return false;
     this.#revoke(presence, record, reason);
     this.#log.info({ robotId, sessionId, reason }, 'session revoked');
@@ -283,6 +318,10 @@ export class SignallingServer implements SignallingHandle {
   /** See {@link SignallingHandle.robotDeleted}. */
   robotDeleted(robotId: string): void {
     this.#robotSide.forgetKey(robotId);
+    const parked = this.#parked.get(robotId);
+    this.#parked.delete(robotId);
+    if (parked !== undefined)
+      for (const record of [...parked.presence.sessions()]) parked.presence.end(record.sessionId);
     const presence = this.#robots.get(robotId);
     if (presence === undefined) return;
     for (const record of [...presence.sessions()]) {
@@ -308,6 +347,14 @@ export class SignallingServer implements SignallingHandle {
     };
   }
 
+  /**
+   * Writes the driver slot's queued audit entries now (they are written within 100 ms anyway):
+   * a reader of the audit log through this node calls it first.
+   */
+  flushAudit(): Promise<void> {
+    return this.#audit.flush();
+  }
+
   /** Writes the queued `last_seen_at` times now (the sweep does it every few seconds). */
   flushLastSeen(): Promise<void> {
     this.#lastFlushAt = this.#clock.now();
@@ -316,7 +363,8 @@ export class SignallingServer implements SignallingHandle {
 
   /**
    * Enforces every deadline at the clock's current time: `auth` not in time and silence for three
-   * heartbeat periods (4408), offers not started in time (slot freed), expired revocations, and the
+   * heartbeat periods (4408), offers not started in time (slot freed), control requests not
+   * answered in time, the sessions of robots offline for too long, expired revocations, and the
    * periodic `last_seen_at` write. The timer calls it; tests may call it too.
    */
   sweep(): void {
@@ -350,6 +398,11 @@ export class SignallingServer implements SignallingHandle {
           state satisfies never;
       }
     }
+    for (const [robotId, parked] of this.#parked) {
+      if (now - parked.since < this.#offlineKeptMs) continue;
+      this.#parked.delete(robotId);
+      for (const record of [...parked.presence.sessions()]) parked.presence.end(record.sessionId);
+    }
     const wallNow = this.#clock.wallNow();
     for (const [jti, exp] of this.#revokedJtis) if (exp * 1000 <= wallNow) this.#revokedJtis.delete(jti);
     if (now - this.#lastFlushAt >= this.#lastSeenFlushMs && this.#lastSeen.size > 0) {
@@ -358,20 +411,21 @@ export class SignallingServer implements SignallingHandle {
     }
   }
 
-  /** A robot's periodic work: its `last_seen_at`, and offers that never started. */
+  /** A robot's periodic work: its `last_seen_at`, a control request's deadline, and offers that never started. */
   #sweepRobot(presence: RobotPresence, now: number): void {
     if (presence.lastHeardAt - presence.lastWrittenAt >= this.#lastSeenEveryMs) {
       presence.lastWrittenAt = presence.lastHeardAt;
       this.#lastSeen.queue(presence.robotId, presence.lastHeardAt);
     }
     if (presence.sessionCount === 0) return;
+    this.#control.sweep(presence, now);
     for (const record of [...presence.sessions()]) {
       if (
         !record.started &&
         record.offeredAt !== undefined &&
         now - record.offeredAt >= this.#offerTimeoutMs
       ) {
-        presence.end(record.sessionId);
+        this.#control.ended(presence, record.sessionId, 'offer-timeout');
         this.#log.debug({ robotId: presence.robotId, sessionId: record.sessionId }, 'offer never started');
       }
     }
@@ -417,8 +471,10 @@ export class SignallingServer implements SignallingHandle {
         return;
       case 'pilot': {
         // The pilot's sessions live on (its WebTransport session does not need this socket); they
-        // only lose their way back to it.
-        const presence = this.#robots.get(from.claims.robotId);
+        // only lose their way back to it, and a control request it was part of ends.
+        const online = this.#robots.get(from.claims.robotId);
+        if (online !== undefined) this.#control.pilotGone(online, from.sessions);
+        const presence = online ?? this.#parked.get(from.claims.robotId)?.presence;
         for (const id of from.sessions) {
           const record = presence?.session(id);
           if (record !== undefined && record.pilot === conn) record.pilot = undefined;
@@ -430,12 +486,17 @@ export class SignallingServer implements SignallingHandle {
     }
   }
 
-  /** The robot goes offline (if `presence` is still its registered one): sessions and slot released. */
+  /**
+   * The robot goes offline (if `presence` is still its registered one). Its sessions may live on
+   * (a pilot's direct session does not need the cloud): they are parked, with the pilot holding
+   * each, until the robot comes back and announces which it kept, or for `offlineSessionsKeptMs`.
+   */
   #dropRobot(presence: RobotPresence): void {
     if (this.#robots.get(presence.robotId) !== presence) return;
     this.#robots.delete(presence.robotId);
     this.#lastSeen.queue(presence.robotId, presence.lastHeardAt);
-    for (const record of [...presence.sessions()]) presence.end(record.sessionId);
+    this.#control.robotOffline(presence);
+    if (presence.sessionCount > 0) this.#parked.set(presence.robotId, { presence, since: this.#clock.now() });
     this.#log.debug({ robotId: presence.robotId }, 'robot offline');
   }
 

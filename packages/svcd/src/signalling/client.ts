@@ -52,6 +52,8 @@ export interface SignallingCredential {
 export type SessionOpenMessage = Extract<SignalServerMessage, { type: 'session-open' }>;
 /** `session-revoked`: end the session now and refuse its token's `jti` until it expires. */
 export type SessionRevokedMessage = Extract<SignalServerMessage, { type: 'session-revoked' }>;
+/** The cloud's `session-role`: the driver slot moved (handover, takeover, release). */
+export type SessionRoleMessage = Extract<SignalServerMessage, { type: 'session-role' }>;
 
 /** Options of {@link SignallingClient}. */
 export interface SignallingClientOptions {
@@ -67,6 +69,8 @@ export interface SignallingClientOptions {
   readonly onSessionOpen?: (message: SessionOpenMessage) => void;
   /** The cloud revoked a session: end it now and refuse its token's `jti`. */
   readonly onSessionRevoked?: (message: SessionRevokedMessage) => void;
+  /** The cloud moved the driver slot: the session's role is now the one given. */
+  readonly onSessionRole?: (message: SessionRoleMessage) => void;
   /** Every change of {@link SignallingClient.state}. */
   readonly onStateChange?: (state: SignallingState) => void;
   /** The configuration file, named in the remedy for an unenrolled robot. */
@@ -379,6 +383,13 @@ export class SignallingClient {
         }
         return;
       }
+      case 'session-role': {
+        const { onSessionRole } = this.#options;
+        if (this.#expectOnline(message.type) && onSessionRole !== undefined) {
+          safeCall(this.#logger, 'onSessionRole', () => onSessionRole(message));
+        }
+        return;
+      }
       case 'error':
         this.#logger.warn(
           { code: message.code },
@@ -387,6 +398,10 @@ export class SignallingClient {
         return;
       case 'offer':
       case 'robot-offline':
+      case 'driver':
+      case 'control-request':
+      case 'control-pending':
+      case 'control-result':
         this.#logger.warn({ type: message.type }, 'signalling: skipped a pilot message sent to this robot');
         return;
       default: {

@@ -40,6 +40,9 @@ export const auditRoutes: ApiPlugin = async (app, { ctx }) => {
         .describe('One page of entries, newest first'),
     },
     async handler({ orgId }, { query: q }) {
+      // Driver-slot events are batched by the signalling server: what happened before this
+      // request is in the answer.
+      await ctx.signalling?.flushAudit();
       // Read-your-writes on this node: the log shows every token mint made before it was asked for.
       if (ctx.auditBatcher.pending > 0) await ctx.auditBatcher.flush();
       const where: SQL[] = [eq(auditLog.orgId, orgId)];
