@@ -7,6 +7,12 @@
  * @packageDocumentation
  */
 
+export {
+  CLOCK_OFFSET_SAMPLES,
+  type ClockOffsetEstimate,
+  ClockOffsetEstimator,
+  type ClockSample,
+} from './connection/clock-offset.js';
 export { PilotConnection } from './connection/connection.js';
 export {
   PILOT_RECONNECT_BACKOFF,
@@ -21,7 +27,19 @@ export {
   type RobotAddressSource,
   type TransportFactory,
 } from './connection/options.js';
-export { MAX_COMMAND_BYTES } from './connection/session.js';
+export {
+  type FetchSessionTokenOptions,
+  fetchSessionToken,
+  isPilotTokenError,
+  PILOT_REFUSAL_CODES,
+  type PilotRefusal,
+  type PilotRefusalCode,
+  PilotTokenError,
+  type PilotTokenErrorCode,
+  refusalOfTokenError,
+  tokenScope,
+} from './connection/refusal.js';
+export { MAX_COMMAND_BYTES, type SendCommandOptions } from './connection/session.js';
 export type { PilotConnectionState } from './connection/state.js';
 export {
   candidateUrl,

@@ -1,156 +1,20 @@
 import { CodedError } from '@svc/runtime';
-import { FakeClock, flushMicrotasks, type LogRecord, memoryLogger } from '@svc/runtime/testing';
-import { type ControlMessage, FramePacker, NO_PARITY } from '@svc/wire';
+import type { ControlMessage } from '@svc/wire';
 import { describe, expect, it } from 'vitest';
 import { CONNECTION_MOVES, type ConnectionStateKind } from '../src/connection/state.js';
+import { isOfferError, OfferError } from '../src/index.js';
 import {
-  isOfferError,
-  OfferError,
-  PilotConnection,
-  type PilotConnectOptions,
-  type RequestOfferOptions,
-  type RobotOffer,
-} from '../src/index.js';
-import { type FakeTransport, fakeTransports } from './support/fake-transport.js';
-
-const SIGNAL_URL = 'wss://cloud.example/ws';
-const URLS = ['https://10.0.0.1:4433/', 'https://10.0.0.2:4433/'];
-const HASH = 'ab'.repeat(32);
-
-const OFFER: RobotOffer = {
-  sessionId: 'offer-1',
-  robotId: 'r1',
-  role: 'driver',
-  urls: URLS,
-  candidates: [],
-  certificateHashes: [HASH],
-  channels: [],
-  relay: false,
-};
-
-const WELCOME = {
-  type: 'welcome',
-  session_id: 'session-1',
-  role: 'driver',
-  channels: [
-    { id: 2, name: 'lidar', kind: 'sensor', codec: '' },
-    { id: 3, name: 'drive', kind: 'command', codec: '' },
-  ],
-  qos: { profile: 'balanced', presentation_delay_ms: 100 },
-} as const satisfies ControlMessage;
-
-/** One sensor message as the robot sends it: one frame of chunk datagrams on channel 2. */
-function sensorDatagrams(text: string, frameId = 0): Uint8Array[] {
-  const packer = new FramePacker({ channel: 2, firstFrameId: frameId });
-  const data = new TextEncoder().encode(text);
-  return packer.pack({ data, keyframe: true, captureTimestampUs: 0, gopPosition: 0, parity: NO_PARITY }, 0)
-    .datagrams;
-}
-
-/** Lets the promise chains of streams and attempts run (no time passes). */
-const settle = () => flushMicrotasks(200);
-
-interface Deferred<T> {
-  readonly promise: Promise<T>;
-  resolve(value: T): void;
-  reject(err: unknown): void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (err: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-interface Harness {
-  readonly clock: FakeClock;
-  readonly connection: PilotConnection;
-  readonly transports: FakeTransport[];
-  /** Each `requestOffer` call: its options and the answer the test gives. */
-  readonly offers: { readonly options: RequestOfferOptions; readonly answer: Deferred<RobotOffer> }[];
-  readonly states: [string, string | undefined][];
-  readonly sensors: string[];
-  readonly offerEvents: RobotOffer[];
-  readonly logs: LogRecord[];
-  /** The latest transport. */
-  transport(): FakeTransport;
-}
-
-type Overrides = Partial<
-  Pick<PilotConnectOptions, 'reconnect' | 'random' | 'token' | 'onState' | 'candidateStaggerMs'>
-> & {
-  readonly offer?: { readonly urls: readonly string[]; readonly certificateHashes: readonly string[] };
-};
-
-function harness(overrides: Overrides = {}): Harness {
-  const clock = new FakeClock(1000);
-  const { made, create } = fakeTransports();
-  const offers: Harness['offers'] = [];
-  const states: Harness['states'] = [];
-  const sensors: string[] = [];
-  const offerEvents: RobotOffer[] = [];
-  const logger = memoryLogger();
-  const { offer, onState, ...rest } = overrides;
-  const source = offer !== undefined ? { offer } : { signalUrl: SIGNAL_URL, robotId: 'r1' };
-  const connection = new PilotConnection({
-    ...source,
-    token: 'tok',
-    container: {} as HTMLElement,
-    clock,
-    random: () => 0.5,
-    logger,
-    createTransport: create,
-    requestOffer: (options) => {
-      const answer = deferred<RobotOffer>();
-      offers.push({ options, answer });
-      return answer.promise;
-    },
-    onState: onState ?? ((state, detail) => states.push([state, detail])),
-    onOffer: (o) => offerEvents.push(o),
-    onSensor: (_channel, bytes) => sensors.push(new TextDecoder().decode(bytes)),
-    ...rest,
-  });
-  return {
-    clock,
-    connection,
-    transports: made,
-    offers,
-    states,
-    sensors,
-    offerEvents,
-    logs: logger.records,
-    transport: () => {
-      const last = made.at(-1);
-      if (last === undefined) throw new Error('no transport was made');
-      return last;
-    },
-  };
-}
-
-/** Connects, gives the offer, lets the first candidate answer: `hello` is on its way. */
-async function toHandshake(h: Harness): Promise<FakeTransport> {
-  if (h.connection.state === 'idle') h.connection.connect();
-  await settle();
-  h.offers.at(-1)?.answer.resolve(OFFER);
-  await settle();
-  const transport = h.transport();
-  transport.answer();
-  await settle();
-  return transport;
-}
-
-/** All the way to `connected`. */
-async function toConnected(h: Harness, welcome: ControlMessage = WELCOME): Promise<FakeTransport> {
-  const transport = await toHandshake(h);
-  transport.say(welcome);
-  await settle();
-  expect(h.connection.state).toBe('connected');
-  return transport;
-}
+  HASH,
+  harness,
+  OFFER,
+  SIGNAL_URL,
+  sensorDatagrams,
+  settle,
+  toConnected,
+  toHandshake,
+  URLS,
+  WELCOME,
+} from './support/connection-harness.js';
 
 describe('PilotConnection: idle', () => {
   it('idle → connecting: connect() asks svc-cloud for an offer with the token', async () => {
@@ -209,16 +73,32 @@ describe('PilotConnection: offering', () => {
     expect(h.offers).toHaveLength(1);
   });
 
-  it('offering → reconnecting: an offline robot is asked for again after the backoff', async () => {
+  it('offering → denied: an offline robot on the first attempt is a refusal (robot-offline), not retried in silence', async () => {
     const h = harness();
     h.connection.connect();
     await settle();
-    h.offers[0]!.answer.reject(new OfferError('robot-offline', 'robot r1 is offline now'));
+    h.offers[0]!.answer.reject(new OfferError('robot-offline', 'robot r1 is offline now; try again later'));
+    await settle();
+    expect(h.connection.state).toBe('denied');
+    expect(h.connection.refusal).toEqual({
+      code: 'robot-offline',
+      message: 'robot r1 is offline now; try again later',
+    });
+    expect(h.clock.pendingTimers).toBe(0);
+  });
+
+  it('offering → reconnecting: after a session, an offline robot (restarting) is asked for again after the backoff', async () => {
+    const h = harness();
+    const transport = await toConnected(h);
+    transport.hangUp();
+    await settle();
+    await h.clock.advanceAsync(125);
+    h.offers.at(-1)!.answer.reject(new OfferError('robot-offline', 'robot r1 is offline now'));
     await settle();
     expect(h.connection.state).toBe('reconnecting');
-    // Full jitter with the draw 0.5: half of the first ceiling, 250 ms.
-    expect(h.states.at(-1)).toEqual(['reconnecting', 'robot r1 is offline now; retrying in 125 ms']);
-    expect(h.clock.pendingTimers).toBe(1);
+    // Full jitter with the draw 0.5: half of the second ceiling, 500 ms.
+    expect(h.states.at(-1)).toEqual(['reconnecting', 'robot r1 is offline now; retrying in 250 ms']);
+    expect(h.connection.refusal).toBeUndefined();
   });
 
   it('offering → reconnecting: an offer that names no address is a failed attempt', async () => {
@@ -525,10 +405,19 @@ describe('PilotConnection: connected', () => {
     transport.say({ type: 'pong', t: ping.t, robot_time: 5000 });
     await settle();
     expect(h.connection.stats()).toMatchObject({ rttMs: 40, clockOffsetMs: ping.t + 20 - 5000 });
-    // Then once a second.
+    // Four more 50 ms apart, then once a second.
+    h.clock.advance(200);
+    await settle();
+    expect(transport.sent.filter((m) => m.type === 'ping').map((m) => (m as { t: number }).t)).toEqual([
+      ping.t,
+      ping.t + 50,
+      ping.t + 100,
+      ping.t + 150,
+      ping.t + 200,
+    ]);
     h.clock.advance(1000);
     await settle();
-    expect(transport.sent.filter((m) => m.type === 'ping')).toHaveLength(2);
+    expect(transport.sent.filter((m) => m.type === 'ping')).toHaveLength(6);
   });
 
   it("keeps the robot's agent-stats and follows its qos profile", async () => {
@@ -672,6 +561,8 @@ describe('PilotConnection: commands and listeners', () => {
   it('sends a command as datagrams with parity for a driver, nothing for an observer', async () => {
     const driver = harness();
     const transport = await toConnected(driver);
+    transport.say({ type: 'pong', t: driver.clock.now(), robot_time: 5000 });
+    await settle();
     expect(driver.connection.sendCommand('drive', '{"linear":0.5}')).toBe(true);
     await settle();
     expect(transport.sentDatagrams).toHaveLength(2); // one data chunk, one parity chunk

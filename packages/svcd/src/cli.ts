@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { isMediaError } from '@svc/media';
 import { type Logger, redactText, redactUrl } from '@svc/runtime';
 import { type RunningAgent, runAgent } from './agent.js';
+import { setTestClockOffsetMs, TEST_CLOCK_OFFSET_ENV, testClockOffsetFromEnv } from './clock.js';
 import { ConfigError, type DaemonConfig, loadConfig } from './config.js';
 import { isCredentialError, loadOrCreateCredential } from './credential.js';
 import { enrolmentBaseUrl, isEnrolmentError, redeemEnrolmentToken } from './enrolment.js';
@@ -127,6 +128,18 @@ async function runCommand(args: string[]): Promise<number> {
     if (!(err instanceof ConfigError)) throw err;
     console.error(`error: invalid configuration ${err.message}`);
     return 1;
+  }
+  const clockOffset = testClockOffsetFromEnv(process.env);
+  if (!clockOffset.ok) {
+    console.error(`error: ${clockOffset.message}`);
+    return 1;
+  }
+  if (clockOffset.offsetMs !== undefined) {
+    setTestClockOffsetMs(clockOffset.offsetMs);
+    logger.warn(
+      { offsetMs: clockOffset.offsetMs },
+      `${TEST_CLOCK_OFFSET_ENV} is set: the robot's clock is shifted by ${clockOffset.offsetMs} ms (for tests only)`,
+    );
   }
   return runAgentUntilSignal(values.config, config, logger, values.host);
 }
@@ -254,6 +267,7 @@ function describeConfig(file: string, config: DaemonConfig): string {
   const lines = [
     `${file}: ok`,
     `  robot ${agent.robot_id}, signalling ${redactUrl(agent.signal_url)}, QUIC port ${agent.quic_port}, profile ${agent.qos_profile}, up to ${agent.max_sessions} sessions`,
+    `  safety: commands older than ${agent.max_command_age_ms} ms dropped, driver-idle after ${agent.command_timeout_ms} ms without a command, driver slot kept ${agent.driver_grace_ms} ms for the same user`,
   ];
   for (const c of config.channels) {
     if (c.kind === 'video' && c.layer.length > 0) {

@@ -40,6 +40,12 @@ export const AGENT_DEFAULTS = {
   max_sessions: 4,
   relay: false,
   recovery_ladder: true,
+  /** A command older than this (by its send time on the robot's clock) is dropped (docs/safety.md). */
+  max_command_age_ms: 500,
+  /** The driver sent no command this long: publisher control hears `driver-idle`. */
+  command_timeout_ms: 1000,
+  /** The driver slot is kept this long for the same user after the driver's session ends. */
+  driver_grace_ms: 5000,
 } as const;
 
 const int = (min: number, max: number) => {
@@ -82,6 +88,9 @@ const agentSchema = z
       .regex(/^svc_enr_\S+$/, { error: 'an enrolment token starting with svc_enr_' })
       .optional(),
     recovery_ladder: bool().default(AGENT_DEFAULTS.recovery_ladder),
+    max_command_age_ms: int(20, 60_000).default(AGENT_DEFAULTS.max_command_age_ms),
+    command_timeout_ms: int(100, 3_600_000).default(AGENT_DEFAULTS.command_timeout_ms),
+    driver_grace_ms: int(0, 600_000).default(AGENT_DEFAULTS.driver_grace_ms),
   })
   .strict();
 

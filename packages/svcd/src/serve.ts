@@ -81,7 +81,11 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   const channels = config.channels
     .filter((c): c is VideoChannelConfig => c.kind === 'video')
     .map((c) => new VideoChannel(c, profile, logger));
-  const registry = new SessionRegistry({ maxSessions: config.agent.max_sessions, logger });
+  const registry = new SessionRegistry({
+    maxSessions: config.agent.max_sessions,
+    driverGraceMs: config.agent.driver_grace_ms,
+    logger,
+  });
   const { authorize } = options;
   const opened: { close(): Promise<void> }[] = [];
   /** Recovery requests per video channel id, when there is a publisher to ask. */
@@ -146,6 +150,10 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
         onLossReported: (channelId) => recovery.get(channelId)?.lossReported('pilot-loss'),
         onBacklogDrop: (channelId) => recovery.get(channelId)?.lossReported('backlog'),
         onProfileRequest: changeProfile,
+        maxCommandAgeMs: config.agent.max_command_age_ms,
+        commandTimeoutMs: config.agent.command_timeout_ms,
+        onDriverIdle: (sessionId, idleMs) =>
+          publisherControl?.send({ type: 'driver-idle', session_id: sessionId, idle_ms: idleMs }),
         onClose: () => pilots.delete(pilot),
       });
       pilots.add(pilot);

@@ -90,6 +90,21 @@ export interface SessionRegistryOptions {
   readonly revokedUnknownExpiryMs?: number;
   /** Where a listener that threw is reported (the registry carries on); default silent. */
   readonly logger?: Logger;
+  /**
+   * `[agent] driver_grace_ms`: how long the driver slot stays reserved for the same user (`sub`)
+   * after the driver's session ends (default 0: freed at once).
+   */
+  readonly driverGraceMs?: number;
+}
+
+/** The driver slot kept for a user whose driving session ended (a reload, a short roam). */
+export interface DriverReservation {
+  /** The user it is kept for (the token's `sub`). */
+  readonly sub: string;
+  /** The session that held the slot. */
+  readonly sessionId: string;
+  /** Registry clock (ms) when the reservation lapses and the slot is free for anyone. */
+  readonly untilMs: number;
 }
 
 interface Entry {
@@ -104,11 +119,15 @@ interface Entry {
  *
  * The driver slot goes to a `drive`-scoped session when it is free at admission; every other
  * session observes. When the signalling server announced `role: 'driver'` but the slot is held
- * locally by another live session, the newcomer observes: the robot enforces the slot. When the
- * driver leaves, the slot stays free for the next `drive`-scoped `hello`; it is deliberately not
- * handed to an observer already in its session: that pilot was told `observer` in `welcome` and
- * has no message that would promote it, and control must never pass to someone who did not ask
- * for it at that moment.
+ * locally by another live session, the newcomer observes: the robot enforces the slot.
+ *
+ * When the driver's session ends (not when it is revoked), the slot is reserved for the same user
+ * for `driverGraceMs`: a `drive`-scoped session of that `sub` admitted inside the grace takes it
+ * back (a reload, a short Wi-Fi roam); anyone else observes until the grace has passed, then the
+ * slot is free for the next `drive`-scoped `hello`. The `ended` event is emitted at once either
+ * way, so robot code parks its actuators. A free slot is deliberately not handed to an observer
+ * already in its session: that pilot was told `observer` in `welcome` and has no message that
+ * would promote it, and control must never pass to someone who did not ask for it at that moment.
  */
 export class SessionRegistry {
   readonly maxSessions: number;
@@ -118,12 +137,19 @@ export class SessionRegistry {
   /** Revoked `jti` → when (ms) it may be accepted again. */
   readonly #revoked = new Map<string, number>();
   readonly #events: TypedEmitter<SessionRegistryEvents>;
+  readonly #graceMs: number;
   #driver: string | undefined;
+  #reservation: DriverReservation | undefined;
 
   constructor(options: SessionRegistryOptions) {
     if (!Number.isInteger(options.maxSessions) || options.maxSessions < 1) {
       throw new TypeError(`maxSessions must be an integer of at least 1, got ${options.maxSessions}`);
     }
+    const graceMs = options.driverGraceMs ?? 0;
+    if (!Number.isFinite(graceMs) || graceMs < 0) {
+      throw new TypeError(`driverGraceMs must be a finite number of at least 0, got ${graceMs}`);
+    }
+    this.#graceMs = graceMs;
     this.maxSessions = options.maxSessions;
     this.#now = options.now ?? Date.now;
     this.#revokedTtlMs = options.revokedUnknownExpiryMs ?? 15 * 60_000;
@@ -138,6 +164,13 @@ export class SessionRegistry {
   /** The session holding the driver slot, if any. */
   get driver(): OpenSession | undefined {
     return this.#driver === undefined ? undefined : this.#open.get(this.#driver)?.session;
+  }
+
+  /** The driver slot's reservation for the last driver's user, while its grace lasts. */
+  get driverReservation(): DriverReservation | undefined {
+    const reservation = this.#reservation;
+    if (reservation !== undefined && reservation.untilMs <= this.#now()) this.#reservation = undefined;
+    return this.#reservation;
   }
 
   /** Every open session, in admission order. */
@@ -174,7 +207,10 @@ export class SessionRegistry {
       );
     }
     const wantsToDrive = grant.scope === 'drive' && grant.role !== 'observer';
-    const role: SessionRole = wantsToDrive && this.#driver === undefined ? 'driver' : 'observer';
+    const reservation = this.driverReservation;
+    const slotFree =
+      this.#driver === undefined && (reservation === undefined || reservation.sub === grant.sub);
+    const role: SessionRole = wantsToDrive && slotFree ? 'driver' : 'observer';
     const session: OpenSession = Object.freeze({
       sessionId,
       role,
@@ -185,31 +221,48 @@ export class SessionRegistry {
       startedAtMs: this.#now(),
     });
     this.#open.set(sessionId, { session, close: request.close });
-    if (role === 'driver') this.#driver = sessionId;
+    if (role === 'driver') {
+      this.#driver = sessionId;
+      this.#reservation = undefined;
+    }
     this.#events.safeEmit('started', { session, sessions: this.#open.size });
     return { ok: true, session };
   }
 
   /**
    * The session ended (the pilot left, the transport dropped, the daemon closed it). Frees its
-   * driver slot and emits `ended`. Returns `false` for a session that is not open (already ended
-   * or revoked), so callers need not track that.
+   * driver slot, reserved for the same user for the driver grace, and emits `ended`. Returns
+   * `false` for a session that is not open (already ended or revoked), so callers need not track
+   * that.
    */
   end(sessionId: string, reason = 'closed'): boolean {
-    const entry = this.#open.get(sessionId);
-    if (entry === undefined) return false;
-    this.#open.delete(sessionId);
-    if (this.#driver === sessionId) this.#driver = undefined;
-    this.#events.safeEmit('ended', { session: entry.session, sessions: this.#open.size, reason });
-    return true;
+    return this.#end(sessionId, reason, true);
   }
 
-  /** Closes one session (the signalling server revoked it). Returns whether it was open. */
+  /**
+   * Closes one session (the signalling server revoked it). A revoked driver's slot is freed with
+   * no grace: the service took it away. Returns whether it was open.
+   */
   revoke(sessionId: string, reason = 'session revoked'): boolean {
     const entry = this.#open.get(sessionId);
     if (entry === undefined) return false;
-    this.end(sessionId, reason);
+    this.#end(sessionId, reason, false);
     entry.close(reason);
+    return true;
+  }
+
+  #end(sessionId: string, reason: string, grace: boolean): boolean {
+    const entry = this.#open.get(sessionId);
+    if (entry === undefined) return false;
+    this.#open.delete(sessionId);
+    if (this.#driver === sessionId) {
+      this.#driver = undefined;
+      this.#reservation =
+        grace && this.#graceMs > 0
+          ? Object.freeze({ sub: entry.session.sub, sessionId, untilMs: this.#now() + this.#graceMs })
+          : undefined;
+    }
+    this.#events.safeEmit('ended', { session: entry.session, sessions: this.#open.size, reason });
     return true;
   }
 

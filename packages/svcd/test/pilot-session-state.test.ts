@@ -77,7 +77,10 @@ describe('PilotSession states', () => {
     expect(h.registry.size).toBe(1);
     expect(h.pilot.admitted?.role).toBe('driver');
     h.clock.advance(1000);
-    expect(h.session.controlTypes()).toEqual(['welcome', 'agent-stats']);
+    expect(h.session.controlTypes().filter((type) => type !== 'heartbeat')).toEqual([
+      'welcome',
+      'agent-stats',
+    ]);
   });
 
   it('authorizing → closing: a refused token is denied, and the session closes after the grace', async () => {
@@ -147,7 +150,7 @@ describe('PilotSession states', () => {
   it('active → closed on the pilot bye', async () => {
     const h = await active();
     h.session.pilotSends({ type: 'bye', reason: 'done' });
-    expect(h.session.closeInfo).toMatchObject({ code: 0, reason: 'done' });
+    expect(h.session.closeInfo).toMatchObject({ code: 0, reason: 'pilot said bye: done' });
     expect(h.pilot.state).toBe('closed');
   });
 

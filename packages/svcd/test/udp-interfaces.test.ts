@@ -4,12 +4,14 @@ import { silentLogger } from '@svc/runtime';
 import { freeUdpPort } from '@svc/testkit';
 import {
   type AssembledFrame,
+  captureClockFromMs,
   decodePublisherControl,
   FramePacker,
   type PublisherControlMessage,
   Reassembler,
 } from '@svc/wire';
 import { afterEach, describe, expect, it } from 'vitest';
+import { daemonClockMs } from '../src/clock.js';
 import { CommandChannel } from '../src/command-channel.js';
 import { type DaemonConfig, parseConfig, type VideoChannelConfig } from '../src/config.js';
 import { PilotSession } from '../src/pilot-session/session.js';
@@ -183,7 +185,15 @@ function commandPacker(channel: number): FramePacker {
 function packCommand(packer: FramePacker, payload: string | Uint8Array): Uint8Array[] {
   const data = typeof payload === 'string' ? encoder.encode(payload) : payload;
   return packer.pack(
-    { data, keyframe: true, captureTimestampUs: 0, gopPosition: 0, parity: { rate: 0, minPerBlock: 1 } },
+    {
+      data,
+      keyframe: true,
+      captureTimestampUs: 0,
+      gopPosition: 0,
+      // Sent now on the robot's clock (the session's default clock), as the SDK stamps it.
+      captureClockUs: captureClockFromMs(daemonClockMs()),
+      parity: { rate: 0, minPerBlock: 1 },
+    },
     0,
   ).datagrams;
 }
@@ -203,6 +213,7 @@ describe('robot-side UDP interfaces', () => {
         { id: 3, name: 'drive', kind: 'command', codec: 'json' },
       ],
       qos: { profile: 'balanced', presentation_delay_ms: 100 },
+      heartbeat_ms: 200,
     });
     expect(observer.fake.find('welcome')).toMatchObject({ role: 'observer', session_id: observer.fake.id });
   });

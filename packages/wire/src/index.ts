@@ -48,6 +48,7 @@ export {
 export { NO_PARITY, type ParityPolicy, parityCountFor } from './parity.js';
 export {
   decodePublisherControl,
+  type DriverIdleMessage,
   encodePublisherControl,
   type LayerMessage,
   MAX_PUBLISHER_CONTROL_BYTES,

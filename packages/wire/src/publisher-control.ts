@@ -1,6 +1,6 @@
-import { z } from 'zod';
 import { WireError } from './errors.js';
 import { QOS_PROFILE_NAMES } from './qos-profile.js';
+import { z } from './zod.js';
 
 /**
  * Publisher-control datagrams: what the robot daemon tells the publisher (the robot-side code
@@ -59,7 +59,26 @@ const session = z
   })
   .strict();
 
-const publisherControlMessage = z.discriminatedUnion('type', [videoConfig, recoveryRequest, layer, session]);
+/**
+ * An extension (robot code may ignore it): the driver holds the slot but no command of theirs has
+ * been written for `[agent] command_timeout_ms`; `idle_ms` is how long since their session began
+ * or their last command, whichever came later. Sent once per silence.
+ */
+const driverIdle = z
+  .object({
+    type: z.literal('driver-idle'),
+    session_id: z.string().min(1).max(128),
+    idle_ms: nonNegativeInt,
+  })
+  .strict();
+
+const publisherControlMessage = z.discriminatedUnion('type', [
+  videoConfig,
+  recoveryRequest,
+  layer,
+  session,
+  driverIdle,
+]);
 
 /** Any publisher-control datagram. */
 export type PublisherControlMessage = z.infer<typeof publisherControlMessage>;
@@ -71,6 +90,8 @@ export type RecoveryRequestMessage = z.infer<typeof recoveryRequest>;
 export type LayerMessage = z.infer<typeof layer>;
 /** `session`: a pilot session started or ended on the robot. */
 export type SessionEventMessage = z.infer<typeof session>;
+/** `driver-idle` (extension): the driver has sent no command for `command_timeout_ms`. */
+export type DriverIdleMessage = z.infer<typeof driverIdle>;
 
 /**
  * Largest publisher-control datagram accepted by {@link decodePublisherControl}; every message the

@@ -26,6 +26,7 @@ describe('publisher-control datagrams', () => {
     { type: 'recovery-request', channel: 2, kind: 'intra_refresh', reason: 'loss' },
     { type: 'layer', channel: 1, layer: 0, name: 'low', reason: 'down' },
     { type: 'session', state: 'started', session_id: 'sess-1', role: 'driver', sessions: 1 },
+    { type: 'driver-idle', session_id: 'sess-1', idle_ms: 1000 },
   ];
 
   it('encodes each message as one JSON object with exactly the specification field names', () => {
@@ -44,6 +45,18 @@ describe('publisher-control datagrams', () => {
       '{"type":"session","state":"started","session_id":"sess-1","role":"driver","sessions":1}',
     );
     for (const m of messages) expect(text(encodePublisherControl(m))).not.toContain('\n');
+  });
+
+  it('encodes the driver-idle extension with its two fields, and refuses one without a session', () => {
+    expect(text(encodePublisherControl(messages[4]!))).toBe(
+      '{"type":"driver-idle","session_id":"sess-1","idle_ms":1000}',
+    );
+    expect(() => decodePublisherControl(bytes('{"type":"driver-idle","session_id":"","idle_ms":5}'))).toThrow(
+      /driver-idle" rejected at session_id/,
+    );
+    expect(() =>
+      decodePublisherControl(bytes('{"type":"driver-idle","session_id":"s","idle_ms":-1}')),
+    ).toThrow(/driver-idle" rejected at idle_ms/);
   });
 
   it('round-trips every type through decode', () => {

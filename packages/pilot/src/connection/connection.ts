@@ -10,6 +10,7 @@ import {
 import type { ControlChannel, ControlMessage, ControlRole } from '@svc/wire';
 import { isOfferError, type RequestOfferOptions, type RobotOffer, requestOffer } from '../signalling.js';
 import { CANDIDATE_STAGGER_MS, raceCandidates } from './candidates.js';
+import { ClockOffsetEstimator } from './clock-offset.js';
 import { Link, type LinkListener } from './link.js';
 import {
   PILOT_RECONNECT_BACKOFF,
@@ -21,7 +22,8 @@ import {
   type RobotAddress,
   type TransportFactory,
 } from './options.js';
-import { Session, type Welcome } from './session.js';
+import { type PilotRefusal, type PilotRefusalCode, refusalOfTokenError, tokenScope } from './refusal.js';
+import { type SendCommandOptions, Session, type Welcome } from './session.js';
 import {
   type Attempt,
   attemptOf,
@@ -66,8 +68,18 @@ export class PilotConnection {
   /** The robot's QoS profile, from `welcome` and each `qos` since. */
   #profile: QosProfileName | undefined;
   #sessions = 0;
+  /** The latest round trip, and the clock offset of the best recent exchange. */
   #rttMs: number | undefined;
   #clockOffsetMs: number | undefined;
+  readonly #clockSamples = new ClockOffsetEstimator();
+  /** Why commands are held, while they are. */
+  #commandHold: string | undefined;
+  /** The `scope` of the token sent in the current attempt's `hello`, when it could be read. */
+  #helloScope: 'drive' | 'observe' | undefined;
+  /** Whether a session was ever connected: an offline robot is a refusal only before that. */
+  #everConnected = false;
+  /** Removes the `pagehide` listener. */
+  #unlistenPage: (() => void) | undefined;
   #malformed = 0;
   #late = 0;
   /** Channel statistics of ended sessions (a later session's replace them). */
@@ -117,6 +129,7 @@ export class PilotConnection {
         `connect() was called on a connection that is ${this.state} already; a PilotConnection connects once, make a new one`,
       );
     }
+    this.#listenForPageHide();
     this.#beginAttempt(1);
     return this;
   }
@@ -146,6 +159,44 @@ export class PilotConnection {
     return sessionOf(this.#state)?.role;
   }
 
+  /**
+   * Why the pilot does not have what it asked for, with a stable code for the page's words: the
+   * refusal that ended the connection (`denied`), or, while connected, `driver-slot-held` when it
+   * asked to drive (a `drive`-scoped token) and was admitted as an observer because someone else
+   * drives. `undefined` otherwise.
+   */
+  get refusal(): PilotRefusal | undefined {
+    const state = this.#state;
+    if (state.kind === 'denied') return { code: state.code, message: state.reason };
+    const session = sessionOf(state);
+    if (session === undefined || session.role !== 'observer' || this.#helloScope !== 'drive')
+      return undefined;
+    return {
+      code: 'driver-slot-held',
+      message:
+        'someone else is driving this robot: you are watching as an observer; you can drive once the driver leaves and you connect again',
+    };
+  }
+
+  /**
+   * The robot's clock now (ms), from the local clock and the measured offset; `undefined` until
+   * the offset is known (the first `pong` of the session).
+   */
+  robotClockMs(): number | undefined {
+    return this.#clockOffsetMs === undefined ? undefined : this.#clock.now() - this.#clockOffsetMs;
+  }
+
+  /**
+   * Holds the driver's commands while `reason` is set (a stale picture: nobody should drive blind),
+   * and lets them go again with `undefined`. While held, {@link sendCommand} sends nothing and
+   * returns `false`, except with `always` (the stop and dead-man zero commands).
+   */
+  holdCommands(reason: string | undefined): void {
+    if (reason === this.#commandHold) return;
+    this.#commandHold = reason;
+    this.#logger.info({ reason }, reason === undefined ? 'commands released' : 'commands held');
+  }
+
   /** The channels the robot announced in `welcome` (empty without a session). */
   get channels(): readonly ControlChannel[] {
     return sessionOf(this.#state)?.channels ?? [];
@@ -154,16 +205,27 @@ export class PilotConnection {
   /**
    * Sends one command on a command channel (by name or id) as datagrams: one frame, one parity
    * chunk per block, so one lost datagram is repaired; a newer command supersedes an older one
-   * still in flight. Returns `false`, sending nothing, while the connection is on its way
-   * (`connecting`, `reconnecting`) or when this session observes (the robot would drop it).
+   * still in flight. Its frame info carries its send time on the robot's clock and its frame id
+   * is its sequence number (+1 per command on the channel): the robot drops commands older than
+   * its `max_command_age_ms` and any not newer than the last it wrote (`docs/safety.md`).
+   *
+   * Returns `false`, sending nothing, while the connection is on its way (`connecting`,
+   * `reconnecting`), when this session observes (the robot would drop it), before the clock
+   * offset is known (the first `pong`, a round trip after `welcome`: the robot could not judge the
+   * command's age), and while commands are held ({@link holdCommands}) unless `options.always`.
    *
    * @throws {TypeError} before `connect()` and after the connection ended (`closed`, `denied`),
    *   for a channel that is not a command channel of the robot, or for a payload over
    *   {@link MAX_COMMAND_BYTES}.
    */
-  sendCommand(channel: string | number, payload: string | Uint8Array): boolean {
+  sendCommand(
+    channel: string | number,
+    payload: string | Uint8Array,
+    options: SendCommandOptions = {},
+  ): boolean {
     const state = this.#connectedFor('sendCommand()', 'there is no session to send on');
-    return state?.session.sendCommand(channel, payload) ?? false;
+    if (state === undefined) return false;
+    return state.session.sendCommand(channel, payload, options) === true;
   }
 
   /**
@@ -213,6 +275,7 @@ export class PilotConnection {
       sessions: this.#sessions,
       rttMs: this.#rttMs,
       clockOffsetMs: this.#clockOffsetMs,
+      ...(this.#commandHold !== undefined && { commandHold: this.#commandHold }),
       malformedDatagrams: this.#malformed,
       lateEvents: this.#late,
       channels: { ...this.#lastStats, ...sessionOf(this.#state)?.stats() },
@@ -222,10 +285,10 @@ export class PilotConnection {
   }
 
   /**
-   * Ends the session (telling the robot `bye`) and stops reconnecting. Closing a connection that
-   * has ended already (`closed` or `denied`) does nothing.
+   * Ends the session (telling the robot `bye`, with `reason` when given) and stops reconnecting.
+   * Closing a connection that has ended already (`closed` or `denied`) does nothing.
    */
-  close(): void {
+  close(reason?: string): void {
     const state = this.#state;
     switch (state.kind) {
       case 'closed':
@@ -234,7 +297,7 @@ export class PilotConnection {
       case 'handshaking':
       case 'starting':
       case 'connected':
-        state.link.send({ type: 'bye' });
+        state.link.send(reason === undefined ? { type: 'bye' } : { type: 'bye', reason });
         break;
       case 'idle':
       case 'offering':
@@ -244,7 +307,25 @@ export class PilotConnection {
       default:
         state satisfies never;
     }
-    this.#transition({ kind: 'closed', reason: 'closed by the page' });
+    this.#transition({ kind: 'closed', reason: reason ?? 'closed by the page' });
+  }
+
+  /**
+   * With `closeOnPageHide` (the default) and a page to listen to: on `pagehide` the session ends
+   * at once, `bye` `page closed` then the transport's close, so the robot does not wait for the
+   * heartbeat to miss the pilot.
+   */
+  #listenForPageHide(): void {
+    if (this.#options.closeOnPageHide === false) return;
+    const target =
+      this.#options.pageEvents ??
+      (typeof (globalThis as Partial<EventTarget>).addEventListener === 'function'
+        ? (globalThis as unknown as EventTarget)
+        : undefined);
+    if (target === undefined) return;
+    const onPageHide = () => this.close('page closed');
+    target.addEventListener('pagehide', onPageHide);
+    this.#unlistenPage = () => target.removeEventListener('pagehide', onPageHide);
   }
 
   /**
@@ -258,12 +339,18 @@ export class PilotConnection {
     assertTransition('PilotConnection', CONNECTION_MOVES, from.kind, next.kind);
     this.#release(from, next);
     this.#state = next;
+    if (next.kind === 'closed' || next.kind === 'denied') {
+      this.#unlistenPage?.();
+      this.#unlistenPage = undefined;
+    }
     const name = publicState(next);
     const detail = this.#detail(next);
     this.#logger.debug({ from: from.kind, to: next.kind, detail }, 'pilot connection state');
     if (name === this.#announced && detail === undefined) return;
     this.#announced = name;
-    this.#events.safeEmit('state', name, detail);
+    const refusal = this.refusal;
+    if (refusal === undefined) this.#events.safeEmit('state', name, detail);
+    else this.#events.safeEmit('state', name, detail, refusal);
   }
 
   /** Exit actions: whatever `from` holds that `next` does not is closed or cancelled. */
@@ -327,7 +414,13 @@ export class PilotConnection {
    * the link.
    */
   async #runAttempt(attempt: Attempt): Promise<void> {
-    const token = await this.#token();
+    let token: string;
+    try {
+      token = await this.#token();
+    } catch (err) {
+      this.#tokenFailed(attempt, err);
+      return;
+    }
     if (!this.#holds(attempt, 'offering')) return this.#ignoreLate('a token arrived');
     const address = await this.#address(attempt, token);
     if (address === undefined) return;
@@ -358,6 +451,7 @@ export class PilotConnection {
       return;
     }
     this.#transition({ kind: 'handshaking', attempt, link, early: [] });
+    this.#helloScope = tokenScope(token);
     link.send({
       type: 'hello',
       v: 1,
@@ -398,17 +492,41 @@ export class PilotConnection {
     return this.#state.kind === kind && attemptOf(this.#state) === attempt;
   }
 
+  /**
+   * The token source failed: a 4xx answer but 429 is final (`denied` with its code); anything else
+   * (the network, 5xx, 429, an error without a status) is retried with backoff, and the state's
+   * detail says so.
+   */
+  #tokenFailed(attempt: Attempt, err: unknown): void {
+    if (!this.#holds(attempt, 'offering')) {
+      this.#ignoreLate('a token request failed');
+      return;
+    }
+    const refusal = refusalOfTokenError(err);
+    if (refusal !== undefined) {
+      this.#deny(refusal.code, refusal.message);
+      return;
+    }
+    this.#drop(`cannot get a session token: ${err instanceof Error ? err.message : String(err)}`);
+  }
+
   #attemptFailed(attempt: Attempt, err: unknown): void {
     if (attemptOf(this.#state) !== attempt) {
       this.#ignoreLate('an attempt failed');
       return;
     }
-    // A refused token or a missing grant stays refused; an offline robot or a network problem passes.
-    if (isOfferError(err, 'bad-token') || isOfferError(err, 'forbidden')) {
-      this.#transition({ kind: 'denied', reason: err.message });
-      return;
-    }
-    this.#drop(err instanceof Error ? err.message : String(err));
+    // A refused token or a missing grant stays refused; so does an offline robot before any
+    // session (the page says so; after a session it is probably restarting, and is waited for).
+    // A network problem passes.
+    if (isOfferError(err, 'bad-token')) this.#deny('token-refused', err.message);
+    else if (isOfferError(err, 'forbidden')) this.#deny('forbidden', err.message);
+    else if (isOfferError(err, 'robot-offline') && !this.#everConnected)
+      this.#deny('robot-offline', err.message);
+    else this.#drop(err instanceof Error ? err.message : String(err));
+  }
+
+  #deny(code: PilotRefusalCode, reason: string): void {
+    this.#transition({ kind: 'denied', reason, code });
   }
 
   /** The attempt or session ended: try again after a backoff, or close when told not to. */
@@ -464,13 +582,14 @@ export class PilotConnection {
       this.#ignoreLate(`a ${message.type} message`);
       return;
     }
+    sessionOf(state)?.heardRobot();
     switch (message.type) {
       case 'welcome':
         if (state.kind === 'handshaking') this.#welcome(state, message);
         else this.#ignoreLate('a second welcome');
         return;
       case 'denied':
-        this.#transition({ kind: 'denied', reason: message.reason });
+        this.#deny('robot-denied', message.reason);
         return;
       case 'bye':
         // The robot ends the session (revoked, or shutting down): reconnect if we should.
@@ -485,9 +604,17 @@ export class PilotConnection {
         sessionOf(state)?.applyQos(message.profile, message.presentation_delay_ms);
         return;
       case 'pong': {
-        this.#rttMs = this.#clock.now() - message.t;
-        this.#clockOffsetMs = message.t + this.#rttMs / 2 - message.robot_time;
-        sessionOf(state)?.setClockOffset(this.#clockOffsetMs);
+        this.#clockSamples.add({
+          sentMs: message.t,
+          robotMs: message.robot_time,
+          receivedMs: this.#clock.now(),
+        });
+        const estimate = this.#clockSamples.estimate();
+        if (estimate === undefined) return;
+        this.#rttMs = estimate.latestRttMs;
+        if (estimate.offsetMs === this.#clockOffsetMs) return;
+        this.#clockOffsetMs = estimate.offsetMs;
+        sessionOf(state)?.setClockOffset(estimate.offsetMs);
         return;
       }
       case 'source':
@@ -513,12 +640,21 @@ export class PilotConnection {
   #welcome(from: Extract<ConnectionState, { kind: 'handshaking' }>, welcome: Welcome): void {
     this.#sessions++;
     this.#profile = welcome.qos.profile;
-    const session = new Session({
+    // A new session may be with a restarted robot: its clock is measured afresh.
+    this.#clockSamples.reset();
+    this.#clockOffsetMs = undefined;
+    const session: Session = new Session({
       welcome,
       link: from.link,
       container: this.#options.container,
       presentationDelayMs: this.#options.presentationDelayMs,
-      clockOffsetMs: this.#clockOffsetMs,
+      clockOffsetMs: undefined,
+      robotClockMs: () => this.robotClockMs(),
+      commandHold: () => this.#commandHold,
+      onRobotSilent: (reason) => {
+        if (sessionOf(this.#state) === session) this.#drop(reason);
+        else this.#ignoreLate('a silence check');
+      },
       clock: this.#clock,
       random: this.#random,
       events: this.#events,
@@ -543,6 +679,7 @@ export class PilotConnection {
       return;
     }
     const { attempt, link } = state;
+    this.#everConnected = true;
     this.#transition({ kind: 'connected', attempt, link, session, sinceMs: this.#clock.now() });
   }
 

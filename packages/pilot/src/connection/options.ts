@@ -3,6 +3,7 @@ import type { AssembledFrame, ControlMessage, ControlSourceState, Reassembler } 
 import type { RequestOfferOptions, RobotOffer } from '../signalling.js';
 import type { PlayerPaintReport } from '../video/player.js';
 import type { VideoStatsSnapshot } from '../video/stats.js';
+import type { PilotRefusal } from './refusal.js';
 import type { PilotConnectionState } from './state.js';
 
 /** A pilot session token, or a function that gets a current one (called before every attempt). */
@@ -38,8 +39,12 @@ export type QosProfileName = Extract<ControlMessage, { type: 'set-qos' }>['profi
 
 /** What a {@link PilotConnection} tells its listeners (`connection.on(event, listener)`). */
 export interface PilotConnectionEvents {
-  /** The connection's state changed, or the same state has news (`detail`: why, or the session id). */
-  state: (state: PilotConnectionState, detail?: string) => void;
+  /**
+   * The connection's state changed, or the same state has news (`detail`: why, or the session
+   * id). `refusal` comes with `denied` (why, as a stable code), and with `connected` when a
+   * `drive` session was admitted as an observer because someone else drives (`driver-slot-held`).
+   */
+  state: (state: PilotConnectionState, detail?: string, refusal?: PilotRefusal) => void;
   /** svc-cloud made an offer (once per attempt). */
   offer: (offer: RobotOffer) => void;
   /** A whole frame, as the reassembler hands it over (before decoding). */
@@ -93,6 +98,11 @@ export interface PilotConnectionDependencies {
   readonly createTransport?: TransportFactory;
   /** Asks svc-cloud for an offer (default {@link requestOffer}). */
   readonly requestOffer?: (options: RequestOfferOptions) => Promise<RobotOffer>;
+  /**
+   * Where `pagehide` is listened for (default `globalThis` when it has `addEventListener`, as a
+   * browser window does; none otherwise).
+   */
+  readonly pageEvents?: Pick<EventTarget, 'addEventListener' | 'removeEventListener'>;
 }
 
 /** Options of a {@link PilotConnection}. */
@@ -108,6 +118,12 @@ export type PilotConnectOptions = RobotAddressSource &
     readonly reconnect?: boolean;
     /** How long to wait for a candidate before also trying the next one (default 250 ms). */
     readonly candidateStaggerMs?: number;
+    /**
+     * On `pagehide` (the tab closes, reloads or navigates away), tell the robot `bye` with reason
+     * `page closed` and close the transport at once, so the robot ends the session (and parks
+     * its actuators) without waiting for the heartbeat (default true).
+     */
+    readonly closeOnPageHide?: boolean;
     /** A `state` listener added before the connection starts. */
     readonly onState?: PilotConnectionEvents['state'];
     /** An `offer` listener added before the connection starts. */
@@ -133,9 +149,15 @@ export type PilotChannelStats = VideoStatsSnapshot & { reassembler: Reassembler[
 export interface PilotConnectionStats {
   readonly state: PilotConnectionState;
   readonly sessions: number;
+  /** The latest `ping` round trip, ms. */
   readonly rttMs: number | undefined;
-  /** Local clock minus the robot's, ms. */
+  /**
+   * Local clock minus the robot's, ms: from the exchange with the lowest round trip of the last
+   * eight (`undefined` until the first `pong` of the session).
+   */
   readonly clockOffsetMs: number | undefined;
+  /** Why commands are held now ({@link PilotConnection.holdCommands}), if they are. */
+  readonly commandHold?: string;
   readonly malformedDatagrams: number;
   /**
    * Network events that came for a state the connection had left (a datagram, a control line, a

@@ -5,6 +5,7 @@ import {
   type ControlChannel,
   type ControlMessage,
   type ControlRole,
+  captureClockFromMs,
   FramePacker,
   peekChannel,
   Reassembler,
@@ -31,7 +32,14 @@ const MAX_OUTGOING_DATAGRAM_BYTES = 1199;
 const COMMAND_PARITY = Object.freeze({ rate: 0, minPerBlock: 1 });
 /** At most one keyframe request per channel this often (the robot rate-limits too). */
 const KEYFRAME_REQUEST_INTERVAL_MS = 250;
-const PING_INTERVAL_MS = 1000;
+/** Clock-offset pings: a burst of this many right after `welcome` (the first sent with it)... */
+export const PING_BURST = 5;
+/** ...this far apart... */
+export const PING_BURST_INTERVAL_MS = 50;
+/** ...then one this often. */
+export const PING_INTERVAL_MS = 1000;
+/** The robot is gone when no control line came for this many heartbeat periods. */
+export const ROBOT_SILENCE_HEARTBEATS = 3;
 /** `loss` and `pilot-stats` go to the robot this often (its rate controller runs once a second). */
 const REPORT_INTERVAL_MS = 1000;
 /** Reassembler deadlines are checked this often. */
@@ -49,7 +57,26 @@ interface ChannelPlayback {
 interface CommandTarget {
   readonly channel: ControlChannel;
   readonly packer: FramePacker;
+  /** Send time (robot clock, ms) of the last command stamped from the clock, kept increasing. */
+  lastSentAtMs: number;
 }
+
+/** Options of `PilotConnection.sendCommand`. */
+export interface SendCommandOptions {
+  /**
+   * Send even while commands are held (`holdCommands`): for the stop command and the dead-man
+   * zero command, which must always go out.
+   */
+  readonly always?: boolean;
+  /**
+   * FOR TESTS ONLY: the send time to stamp, on the robot's clock (ms), instead of now; used to
+   * prove that the robot drops stale and out-of-order commands. A page never sets it.
+   */
+  readonly sentAtRobotMs?: number;
+}
+
+/** Why {@link Session.sendCommand} sent nothing. */
+export type CommandNotSent = 'observer' | 'held' | 'no-clock';
 
 /** What a {@link Session} is built with. */
 export interface SessionOptions {
@@ -61,6 +88,12 @@ export interface SessionOptions {
   readonly presentationDelayMs: number | undefined;
   /** Local clock minus the robot's, when known already. */
   readonly clockOffsetMs: number | undefined;
+  /** The robot's clock now (ms), once the clock offset is known. */
+  readonly robotClockMs: () => number | undefined;
+  /** Why commands are held now (`PilotConnection.holdCommands`), if they are. */
+  readonly commandHold: () => string | undefined;
+  /** The robot went silent (no control line for 3 heartbeats): the connection drops the session. */
+  readonly onRobotSilent: (reason: string) => void;
   readonly clock: Clock;
   readonly random: () => number;
   /** The connection's emitter: frames, paints and sensor messages go out through it. */
@@ -88,6 +121,10 @@ export class Session {
   /** Command channels, by id and by name. */
   readonly #commands = new Map<number | string, CommandTarget>();
   readonly #timers: TimerHandle[] = [];
+  /** Pilot clock of the last control line from the robot, and of the last liveness check. */
+  #lastHeardMs: number;
+  #lastCheckMs: number;
+  #lastCheckLate = false;
   #closed = false;
 
   constructor(options: SessionOptions) {
@@ -96,6 +133,8 @@ export class Session {
     this.id = welcome.session_id;
     this.role = welcome.role;
     this.channels = welcome.channels;
+    this.#lastHeardMs = options.clock.now();
+    this.#lastCheckMs = this.#lastHeardMs;
     for (const channel of welcome.channels) {
       switch (channel.kind) {
         case 'video':
@@ -118,13 +157,32 @@ export class Session {
    * decoders). Resolves once every player has started.
    */
   start(): Promise<void> {
-    const { clock, link } = this.#options;
+    const { clock, link, welcome } = this.#options;
+    const ping = () => link.send({ type: 'ping', t: clock.now() });
+    // The first ping goes with welcome (the connection sends it); the rest of the burst follows,
+    // then one a second: the clock offset is the best of the last samples.
+    let burst = 1;
+    const burstTimer = clock.setInterval(() => {
+      ping();
+      if (++burst < PING_BURST) return;
+      clock.clearInterval(burstTimer);
+      this.#timers.push(clock.setInterval(ping, PING_INTERVAL_MS));
+    }, PING_BURST_INTERVAL_MS);
     this.#timers.push(
-      clock.setInterval(() => link.send({ type: 'ping', t: clock.now() }), PING_INTERVAL_MS),
+      burstTimer,
       clock.setInterval(() => this.#report(), REPORT_INTERVAL_MS),
       clock.setInterval(() => this.#tick(), TICK_INTERVAL_MS),
     );
+    const heartbeatMs = welcome.heartbeat_ms;
+    if (heartbeatMs !== undefined) {
+      this.#timers.push(clock.setInterval(() => this.#checkRobot(heartbeatMs), heartbeatMs));
+    }
     return Promise.all([...this.#playback.values()].map((p) => p.player.start())).then(() => undefined);
+  }
+
+  /** A control line came from the robot: it is alive. */
+  heardRobot(): void {
+    this.#lastHeardMs = this.#options.clock.now();
   }
 
   /** Routes one datagram to its channel's reassembler. */
@@ -142,13 +200,18 @@ export class Session {
   }
 
   /**
-   * Sends one command as datagrams (see `PilotConnection.sendCommand`). Returns `false`, sending
-   * nothing, when this session observes.
+   * Sends one command as datagrams (see `PilotConnection.sendCommand`), its frame info stamped
+   * with the send time on the robot's clock; returns why nothing was sent otherwise: this session
+   * observes, commands are held (and `always` is not set), or the clock offset is not known yet.
    *
    * @throws {TypeError} for a channel that is not a command channel of the robot, or a payload
    *   over {@link MAX_COMMAND_BYTES}.
    */
-  sendCommand(channel: string | number, payload: string | Uint8Array): boolean {
+  sendCommand(
+    channel: string | number,
+    payload: string | Uint8Array,
+    options: SendCommandOptions = {},
+  ): true | CommandNotSent {
     const target = this.#commands.get(channel);
     if (target === undefined) {
       const known = this.channels.filter((c) => c.kind === 'command').map((c) => c.name);
@@ -160,10 +223,27 @@ export class Session {
     if (data.byteLength > MAX_COMMAND_BYTES) {
       throw new TypeError(`command of ${data.byteLength} bytes exceeds ${MAX_COMMAND_BYTES}`);
     }
-    if (this.role !== 'driver') return false;
+    if (this.role !== 'driver') return 'observer';
+    if (options.always !== true && this.#options.commandHold() !== undefined) return 'held';
+    let sentAtMs = options.sentAtRobotMs;
+    if (sentAtMs === undefined) {
+      const robotNow = this.#options.robotClockMs();
+      if (robotNow === undefined) return 'no-clock';
+      // Never behind the last one: a new clock-offset estimate must not make a command look older
+      // than the one before it (the robot drops those as out of order).
+      sentAtMs = Math.max(robotNow, target.lastSentAtMs + 0.001);
+      target.lastSentAtMs = sentAtMs;
+    }
     const now = wrapU32(this.#options.clock.now() * 1000);
     const packed = target.packer.pack(
-      { data, keyframe: true, captureTimestampUs: now, gopPosition: 0, parity: COMMAND_PARITY },
+      {
+        data,
+        keyframe: true,
+        captureTimestampUs: now,
+        gopPosition: 0,
+        captureClockUs: captureClockFromMs(sentAtMs),
+        parity: COMMAND_PARITY,
+      },
       now,
     );
     for (const datagram of packed.datagrams) this.#options.link.sendDatagram(datagram);
@@ -258,6 +338,7 @@ export class Session {
   #addCommand(channel: ControlChannel): void {
     const target: CommandTarget = {
       channel,
+      lastSentAtMs: Number.NEGATIVE_INFINITY,
       packer: new FramePacker({
         channel: channel.id,
         maxDatagramBytes: Math.min(MAX_OUTGOING_DATAGRAM_BYTES, this.#options.link.maxDatagramSize),
@@ -267,6 +348,25 @@ export class Session {
     };
     this.#commands.set(channel.id, target);
     this.#commands.set(channel.name, target);
+  }
+
+  /**
+   * Every heartbeat period: the robot is gone when no control line came for 3 periods. A check
+   * that comes late after timely ones (a busy page) gives no verdict: lines may be waiting to be
+   * read; the next check decides.
+   */
+  #checkRobot(heartbeatMs: number): void {
+    const now = this.#options.clock.now();
+    const late = now - this.#lastCheckMs > 2 * heartbeatMs;
+    // Late checks in a row are a throttled background tab (timers once a second), where the
+    // reader still runs: those decide. One late check after timely ones is a busy page: wait.
+    const wait = late && !this.#lastCheckLate;
+    this.#lastCheckMs = now;
+    this.#lastCheckLate = late;
+    const silentMs = now - this.#lastHeardMs;
+    const limitMs = ROBOT_SILENCE_HEARTBEATS * heartbeatMs;
+    if (wait || silentMs <= limitMs || this.#closed) return;
+    this.#options.onRobotSilent(`the robot went silent: no control message for ${Math.round(silentMs)} ms`);
   }
 
   #tick(): void {

@@ -1,13 +1,15 @@
 import type { TimerHandle, TransitionTable } from '@svc/runtime';
 import type { Link } from './link.js';
 import type { RobotAddress } from './options.js';
+import type { PilotRefusalCode } from './refusal.js';
 import type { Session } from './session.js';
 
 /**
  * Where a {@link PilotConnection} is, as pages see it: `idle` until `connect()`, `connecting` on
  * the first attempt, `connected` from the robot's `welcome` with every decoder started,
  * `reconnecting` from a drop until the next `welcome`, and the two ends: `closed` (by the page, or
- * a drop with reconnection off) and `denied` (the token or the robot refused: retrying cannot help).
+ * a drop with reconnection off) and `denied` (the token, the service or the robot refused: retrying
+ * cannot help; `PilotConnection.refusal` says which, with a stable code).
  */
 export type PilotConnectionState = 'idle' | 'connecting' | 'connected' | 'reconnecting' | 'denied' | 'closed';
 
@@ -60,7 +62,13 @@ export type ConnectionState =
       readonly timer: TimerHandle;
     }
   | { readonly kind: 'closed'; readonly reason: string }
-  | { readonly kind: 'denied'; readonly reason: string };
+  | {
+      readonly kind: 'denied';
+      /** What happened and what to do. */
+      readonly reason: string;
+      /** Which refusal: pages map it to their words. */
+      readonly code: PilotRefusalCode;
+    };
 
 /** The names of {@link ConnectionState}'s variants. */
 export type ConnectionStateKind = ConnectionState['kind'];

@@ -30,9 +30,9 @@ export interface Welcome {
 }
 
 /**
- * The `welcome` of `open`: every channel of the robot by id, the profile in force, and what each
- * video channel replays. The replays are taken now, with `welcome`, so the frames named there are
- * exactly those the session queues next, before any live frame.
+ * The `welcome` of `open`: every channel of the robot by id, the profile in force, what each
+ * video channel replays, and the heartbeat period. The replays are taken now, with `welcome`, so
+ * the frames named there are exactly those the session queues next, before any live frame.
  */
 export function welcomeFor(
   open: OpenSession,
@@ -40,6 +40,7 @@ export function welcomeFor(
   video: readonly VideoChannel[],
   sensors: readonly SensorChannel[],
   commands: readonly CommandChannel[],
+  heartbeatMs: number,
 ): Welcome {
   const channels: ControlChannel[] = [...video, ...sensors, ...commands]
     .map(({ config }) => ({ id: config.id, name: config.name, kind: config.kind, codec: config.codec }))
@@ -65,6 +66,7 @@ export function welcomeFor(
       channels,
       qos: { profile: profile.name, presentation_delay_ms: profile.presentationDelayMs },
       ...(catchUp.length > 0 && { catch_up: catchUp }),
+      heartbeat_ms: heartbeatMs,
     },
     replays,
   };

@@ -14,7 +14,7 @@ import {
 } from '@svc/wire';
 import type { ChannelQos, SessionQosProbe } from '../channel-qos.js';
 import { daemonClock } from '../clock.js';
-import type { CommandChannel, CommandInbox } from '../command-channel.js';
+import type { CommandChannel } from '../command-channel.js';
 import type { SensorChannel } from '../sensor-channel.js';
 import type {
   AcceptedGrant,
@@ -24,7 +24,9 @@ import type {
   SessionRegistry,
 } from '../session-registry.js';
 import type { VideoChannel } from '../video-channel.js';
+import { sessionCommands } from './commands.js';
 import { endMessage, welcomeFor } from './control.js';
+import { HEARTBEAT_MS, PILOT_SILENCE_MS, silentFor } from './liveness.js';
 import { PILOT_SESSION_MOVES, type PilotSessionState } from './state.js';
 import { VideoSend } from './video-send.js';
 
@@ -76,6 +78,21 @@ export interface PilotSessionOptions {
   readonly onBacklogDrop?: (channelId: number) => void;
   /** The driver asked for another QoS profile (`set-qos`). */
   readonly onProfileRequest?: (profile: QosProfileName, sessionId: string) => void;
+  /**
+   * Heartbeat period, ms (default {@link HEARTBEAT_MS}); a pilot silent for `silenceMs` (default
+   * {@link PILOT_SILENCE_MS}) is gone: its session ends.
+   */
+  readonly heartbeatMs?: number;
+  readonly silenceMs?: number;
+  /** `[agent] max_command_age_ms` (default 500): older commands are dropped and counted. */
+  readonly maxCommandAgeMs?: number;
+  /**
+   * `[agent] command_timeout_ms`: with {@link PilotSessionOptions.onDriverIdle}, a driver that has
+   * written no command for this long is reported (once per silence).
+   */
+  readonly commandTimeoutMs?: number;
+  /** The driver has sent no command for `commandTimeoutMs` (publisher control's `driver-idle`). */
+  readonly onDriverIdle?: (sessionId: string, idleMs: number) => void;
   /** The session ended (after its own cleanup). */
   readonly onClose?: () => void;
 }
@@ -101,9 +118,15 @@ export interface PilotSessionDatagramStats {
  * The robot's side of one pilot session: the control-stream handshake (`hello` checked by the
  * injected `authorize`, then admitted by the {@link SessionRegistry}, which decides the role),
  * then every video channel's frames through a paced send queue, starting at the next keyframe;
- * sensor messages as they come; the session's command datagrams reassembled and, for a driver,
- * written to the command outputs; `ping`/`pong` for the pilot's clock offset and `agent-stats`
- * once a second.
+ * sensor messages as they come; the session's command datagrams reassembled, checked (age, order)
+ * and, for a driver, written to the command outputs; `ping`/`pong` for the pilot's clock offset
+ * and `agent-stats` once a second.
+ *
+ * Liveness (docs/safety.md): the robot sends `heartbeat` every `heartbeatMs`; any control line or
+ * datagram from the pilot is a sign of life; a session silent for `silenceMs` is ended at once
+ * (its registry entry first, so publisher control says `ended`), as is one whose pilot says `bye`.
+ * A heartbeat tick that comes late (the daemon's process stalled) gives no verdict: the pilot's
+ * lines may be waiting to be read; the next tick decides.
  *
  * Its life cycle is one {@link PilotSessionState}, changed in one method. Events the network
  * delivers late (after the robot ended the session, or after close) are ignored and counted in
@@ -224,6 +247,8 @@ export class PilotSession implements SessionQosProbe {
       this.#clock.clearInterval(previous.statsTimer);
       for (const unsubscribe of previous.unsubscribe.splice(0)) unsubscribe();
       previous.video.close();
+      this.#clock.clearInterval(previous.liveness.timer);
+      previous.watchdog?.stop();
     } else if (previous.kind === 'closing') {
       this.#clock.clearTimeout(previous.closeTimer);
     }
@@ -231,7 +256,11 @@ export class PilotSession implements SessionQosProbe {
       case 'awaiting-hello':
       case 'authorizing':
       case 'active':
+        return;
       case 'closing':
+        // The session is over for the robot now (publisher control says `ended`), whatever the
+        // grace that lets the pilot read why.
+        if (next.open !== undefined) this.#options.registry.end(next.open.sessionId, next.reason);
         return;
       case 'closed': {
         const open = previous.kind === 'active' || previous.kind === 'closing' ? previous.open : undefined;
@@ -258,11 +287,12 @@ export class PilotSession implements SessionQosProbe {
   }
 
   #control(bytes: Uint8Array): void {
-    const kind = this.#state.kind;
-    if (kind === 'closing' || kind === 'closed') {
+    const state = this.#state;
+    if (state.kind === 'closing' || state.kind === 'closed') {
       this.#datagramStats.late_events++;
       return;
     }
+    if (state.kind === 'active') state.liveness.lastHeardMs = this.#clock.now();
     for (const message of this.#reader.push(bytes)) {
       if (message instanceof WireError) {
         this.#options.logger.warn({ session: this.#session.id, code: message.code }, message.message);
@@ -337,9 +367,15 @@ export class PilotSession implements SessionQosProbe {
       case 'set-qos':
         this.#setQos(state.open, message.profile);
         return;
-      case 'bye':
-        this.#session.close(0, message.reason ?? 'bye');
+      case 'bye': {
+        // Ended for the robot at once (publisher control says `ended`), then the transport.
+        const reason = message.reason === undefined ? 'pilot said bye' : `pilot said bye: ${message.reason}`;
+        this.#options.logger.info({ session: this.#session.id, reason }, 'the pilot left');
+        this.#endWith(undefined, 0, reason, 0);
         return;
+      }
+      case 'heartbeat':
+        return; // the echo: its arrival was the sign of life
       default:
         return; // pilot-stats: informative; the pilot's `loss` lines carry what the loop needs
     }
@@ -423,30 +459,68 @@ export class PilotSession implements SessionQosProbe {
   #deny(reason: string): void {
     if (this.#session.closed) return;
     this.#options.logger.info({ session: this.#session.id, reason }, 'pilot session denied');
-    this.#endWith(endMessage('denied', reason), 1, 'denied');
+    this.#endWith(endMessage('denied', reason), 1, 'denied', this.#options.closeGraceMs ?? 0);
   }
 
   #revoked(reason: string): void {
     if (this.#session.closed) return;
     this.#options.logger.info({ session: this.#session.id, reason }, 'pilot session revoked');
-    this.#endWith(endMessage('bye', reason), 0, reason);
+    this.#endWith(endMessage('bye', reason), 0, reason, this.#options.closeGraceMs ?? 0);
   }
 
-  /** Writes why the robot ends the session, stops media and commands, and closes after the grace. */
-  #endWith(message: ControlMessage, code: number, closeReason: string): void {
+  /**
+   * Ends the session for the robot now: writes why (when there is someone to read it), stops
+   * media, commands and the heartbeat, ends the registry's entry, and closes the transport after
+   * `graceMs` (at once with 0).
+   */
+  #endWith(message: ControlMessage | undefined, code: number, reason: string, graceMs: number): void {
     const state = this.#state;
     if (state.kind === 'closing' || state.kind === 'closed') return;
-    this.#send(message);
-    const grace = this.#options.closeGraceMs ?? 0;
+    if (message !== undefined) this.#send(message);
     const closeTimer =
-      grace > 0 ? this.#clock.setTimeout(() => this.#session.close(code, closeReason), grace) : undefined;
-    this.#transition({ kind: 'closing', open: state.kind === 'active' ? state.open : undefined, closeTimer });
-    if (closeTimer === undefined) this.#session.close(code, closeReason);
+      graceMs > 0 ? this.#clock.setTimeout(() => this.#session.close(code, reason), graceMs) : undefined;
+    this.#transition({
+      kind: 'closing',
+      open: state.kind === 'active' ? state.open : undefined,
+      reason,
+      closeTimer,
+    });
+    if (closeTimer === undefined) this.#session.close(code, reason);
+  }
+
+  /**
+   * Every heartbeat period: ends a session the pilot has been silent in for too long, else sends
+   * the next `heartbeat`.
+   */
+  #heartbeat(): void {
+    const state = this.#state;
+    if (state.kind !== 'active') return;
+    const { liveness } = state;
+    const silenceMs = this.#options.silenceMs ?? PILOT_SILENCE_MS;
+    const heartbeatMs = this.#options.heartbeatMs ?? HEARTBEAT_MS;
+    const silentMs = silentFor(liveness, this.#clock.now(), heartbeatMs, silenceMs);
+    if (silentMs !== undefined) {
+      const reason = `pilot silent for ${silenceMs} ms`;
+      this.#options.logger.info(
+        { session: this.#session.id, session_id: state.open.sessionId, silentMs: Math.round(silentMs) },
+        'the pilot went silent; ending its session',
+      );
+      this.#endWith(endMessage('bye', reason), 0, reason, 0);
+      return;
+    }
+    this.#send({ type: 'heartbeat', seq: liveness.seq++ });
   }
 
   #welcome(open: OpenSession, grant: AcceptedGrant): void {
     const { sensors = [], commands = [], channels, qos, logger } = this.#options;
-    const welcome = welcomeFor(open, this.#profile, channels, sensors, commands);
+    const welcome = welcomeFor(
+      open,
+      this.#profile,
+      channels,
+      sensors,
+      commands,
+      this.#options.heartbeatMs ?? HEARTBEAT_MS,
+    );
     this.#send(welcome.message);
     logger.info(
       {
@@ -458,8 +532,17 @@ export class PilotSession implements SessionQosProbe {
       },
       'pilot session welcomed',
     );
-    const inboxes = new Map<number, CommandInbox>();
-    for (const command of commands) inboxes.set(command.config.id, command.inbox(open.role));
+    const { inboxes, watchdog } = sessionCommands({
+      open,
+      commands,
+      clock: this.#clock,
+      logger,
+      transportId: this.#session.id,
+      maxCommandAgeMs: this.#options.maxCommandAgeMs,
+      commandTimeoutMs: this.#options.commandTimeoutMs,
+      onDriverIdle: this.#options.onDriverIdle,
+    });
+    const now = this.#clock.now();
     const video = new VideoSend({
       session: this.#session,
       channels,
@@ -475,6 +558,14 @@ export class PilotSession implements SessionQosProbe {
       inboxes,
       unsubscribe: [],
       statsTimer: this.#clock.setInterval(() => this.#stats(), 1000),
+      liveness: {
+        timer: this.#clock.setInterval(() => this.#heartbeat(), this.#options.heartbeatMs ?? HEARTBEAT_MS),
+        seq: 0,
+        lastHeardMs: now,
+        lastTickMs: now,
+        lastTickLate: false,
+      },
+      watchdog,
     };
     this.#transition(active);
     for (const { channel, catchUp } of welcome.replays) {
@@ -520,6 +611,7 @@ export class PilotSession implements SessionQosProbe {
       this.#datagramStats.datagrams_before_welcome++;
       return;
     }
+    state.liveness.lastHeardMs = this.#clock.now();
     const channel = peekChannel(datagram);
     if (channel === undefined) {
       this.#datagramStats.datagrams_malformed++;

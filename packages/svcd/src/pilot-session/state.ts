@@ -4,8 +4,9 @@
  * timer while closing).
  */
 import type { TimerHandle, TransitionTable } from '@svc/runtime';
-import type { CommandInbox } from '../command-channel.js';
+import type { CommandInbox, CommandWatchdog } from '../command-channel.js';
 import type { AcceptedGrant, OpenSession } from '../session-registry.js';
+import type { Liveness } from './liveness.js';
 import type { VideoSend } from './video-send.js';
 
 /**
@@ -14,8 +15,9 @@ import type { VideoSend } from './video-send.js';
  * - `awaiting-hello`: the transport session is open, the pilot has not said `hello`;
  * - `authorizing`: `hello` arrived, its token is being checked;
  * - `active`: welcomed: media, sensors and commands flow, `agent-stats` once a second;
- * - `closing`: the robot ended it (`denied`, or `bye` on revocation) and waits out the grace that
- *   lets the pilot read why; media and commands have stopped;
+ * - `closing`: the robot ended it (`denied`; `bye` on revocation or to a pilot silent too long; the
+ *   pilot's own `bye`) and waits out the grace that lets the pilot read why (none when nobody
+ *   would read it); media, commands and the heartbeat have stopped, the registry entry has ended;
  * - `closed`: the transport session ended.
  */
 export type PilotSessionState =
@@ -33,19 +35,26 @@ export type PilotSessionState =
       /** Undoes every subscription (video, sensors, rate controllers). */
       readonly unsubscribe: (() => void)[];
       readonly statsTimer: TimerHandle;
+      /** The heartbeat the robot sends, and when the pilot was last heard. */
+      readonly liveness: Liveness;
+      /** Reports a driver that sends no commands (only a driver, on a robot with command channels). */
+      readonly watchdog: CommandWatchdog | undefined;
     }
   | {
       readonly kind: 'closing';
       /** The admitted session, when the robot ended one it had welcomed. */
       readonly open: OpenSession | undefined;
+      /** Why the robot ended it (the registry's `ended` reason). */
+      readonly reason: string;
       /** Closes the transport session when the grace is over (none without a grace). */
       readonly closeTimer: TimerHandle | undefined;
     }
   | { readonly kind: 'closed'; readonly reason: string };
 
 /**
- * The life cycle's moves: where each state may go. `closing` follows a refusal (`denied`) or a
- * revocation (`bye`); every state but `closed` ends when the transport session closes.
+ * The life cycle's moves: where each state may go. `closing` follows a refusal (`denied`), a
+ * revocation, a silent pilot or the pilot's `bye`; every state but `closed` ends when the
+ * transport session closes.
  */
 export const PILOT_SESSION_MOVES: TransitionTable<PilotSessionState['kind']> = {
   'awaiting-hello': ['authorizing', 'closing', 'closed'],

@@ -5,7 +5,11 @@
 import type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from '@svc/transport';
 import { ControlLineReader, type ControlMessage, encodeControlMessage, WireError } from '@svc/wire';
 
-/** An in-memory {@link Session}; `onChange` runs after everything the robot or the pilot does. */
+/**
+ * An in-memory {@link Session}; `onChange` runs after everything the robot or the pilot does.
+ * Like the pilot SDK, it echoes each `heartbeat` the robot writes at once (set
+ * {@link FakeSession.echoHeartbeats} to false to play a pilot that went silent).
+ */
 export class FakeSession implements Session {
   static #next = 0;
   readonly id = `fake-${++FakeSession.#next}`;
@@ -15,6 +19,8 @@ export class FakeSession implements Session {
   readonly control: ControlMessage[] = [];
   readonly datagrams: Uint8Array[] = [];
   closeInfo: SessionCloseInfo | undefined;
+  /** Whether the pilot answers the robot's heartbeats (default true). */
+  echoHeartbeats = true;
   readonly #onChange: () => void;
   readonly #reader = new ControlLineReader();
   #handlers: SessionHandlers = {};
@@ -35,8 +41,14 @@ export class FakeSession implements Session {
     return true;
   }
   writeControl(bytes: Uint8Array): void {
-    for (const m of this.#reader.push(bytes)) if (!(m instanceof WireError)) this.control.push(m);
+    const echoes: ControlMessage[] = [];
+    for (const m of this.#reader.push(bytes)) {
+      if (m instanceof WireError) continue;
+      this.control.push(m);
+      if (m.type === 'heartbeat' && this.echoHeartbeats && !this.closed) echoes.push(m);
+    }
     this.#onChange();
+    for (const echo of echoes) this.pilotSends(echo);
   }
   setHandlers(handlers: SessionHandlers): void {
     this.#handlers = handlers;
