@@ -73,6 +73,10 @@ describe('the console pages, served from a build made ahead of time', () => {
         'x-content-type-options': 'nosniff',
         'content-security-policy': expect.stringContaining("default-src 'self'"),
       });
+      // WebAssembly may compile (the FEC kernel); JavaScript eval may not.
+      const policy = String(page.headers['content-security-policy']);
+      expect(policy).toContain("script-src 'self' 'wasm-unsafe-eval';");
+      expect(policy).not.toContain("'unsafe-eval'");
     }
   });
 
