@@ -8,6 +8,7 @@ import { CodedError, codedErrorGuard } from '@svc/runtime';
  * - `mjpeg-over-rtp`: Motion JPEG configured on a bare `rtp://` input (RFC 2435 strips the JPEG
  *   headers; only RTSP carries what is needed to rebuild them).
  * - `malformed-rtp`: an RTP packet that does not parse.
+ * - `malformed-rtcp`: an RTCP compound packet that does not parse (counted and dropped by the ingest).
  * - `malformed-payload`: an RTP payload the depacketiser cannot use.
  * - `malformed-sdp`: a session description that does not parse or lacks a usable video stream.
  * - `malformed-rtsp`: an RTSP response that does not parse.
@@ -24,6 +25,7 @@ export type MediaErrorCode =
   | 'bad-codec'
   | 'mjpeg-over-rtp'
   | 'malformed-rtp'
+  | 'malformed-rtcp'
   | 'malformed-payload'
   | 'malformed-sdp'
   | 'malformed-rtsp'

@@ -11,6 +11,7 @@ export { h264CodecString } from './h264/sps.js';
 export { H265Depacketizer, type H265DepacketizerOptions } from './h265/depacketizer.js';
 export { h265CodecString } from './h265/sps.js';
 export {
+  DEFAULT_NO_DATA_AFTER_MS,
   RtpPipeline,
   type RtpPipelineOptions,
   VideoIngest,
@@ -18,9 +19,22 @@ export {
   type VideoIngestStats,
 } from './ingest.js';
 export { JpegDepacketizer, type JpegDepacketizerOptions } from './jpeg/depacketizer.js';
+export {
+  CaptureClock,
+  type CaptureClockOptions,
+  type CaptureClockStats,
+  DEFAULT_MAX_CAPTURE_SKEW_MS,
+} from './rtp/capture-clock.js';
 export { RtpClock } from './rtp/clock.js';
 export { isRtcp, parseRtpPacket, RTP_HEADER_BYTES } from './rtp/packet.js';
 export { ReorderBuffer, type ReorderOptions, type ReorderSink, type ReorderStats } from './rtp/reorder.js';
+export {
+  ntpToUnixMs,
+  parseRtcpCompound,
+  RTCP_SENDER_REPORT,
+  type RtcpCompound,
+  type SenderReport,
+} from './rtp/rtcp.js';
 export { parseRtpUrl, type RtpEndpoint, UdpRtpSource, type UdpRtpSourceOptions } from './rtp/udp-source.js';
 export {
   RtspClient,
@@ -38,9 +52,16 @@ export {
   type SdpMedia,
   type SessionDescription,
 } from './sdp.js';
+export {
+  SourceMonitor,
+  type SourceMonitorOptions,
+  type SourceState,
+  type SourceStatus,
+} from './source-monitor.js';
 export type {
   AccessUnit,
   AccessUnitDetails,
+  CaptureTime,
   CodecFamily,
   Depacketizer,
   DepacketizerStats,

@@ -67,3 +67,13 @@ export interface Depacketizer {
   reset(hard?: boolean): void;
   readonly stats: DepacketizerStats;
 }
+
+/**
+ * When an access unit was captured, on the camera's wall clock (Unix ms), and how that is known:
+ * from the source's RTCP sender reports, or (without them, or when they are not believable) the
+ * arrival of the access unit's first packet at the robot.
+ */
+export interface CaptureTime {
+  readonly wallMs: number;
+  readonly source: 'sender-report' | 'arrival';
+}

@@ -146,15 +146,26 @@ describe('ReorderBuffer', () => {
 
 describe('rtp:// inputs', () => {
   it('parses unicast, multicast and IPv6 endpoints', () => {
-    expect(parseRtpUrl('rtp://127.0.0.1:5004')).toEqual({ bindAddress: '127.0.0.1', port: 5004, family: 4 });
+    expect(parseRtpUrl('rtp://127.0.0.1:5004')).toEqual({
+      bindAddress: '127.0.0.1',
+      port: 5004,
+      rtcpPort: 5005,
+      family: 4,
+    });
     expect(parseRtpUrl('rtp://239.1.2.3:5004?interface=127.0.0.1')).toEqual({
       bindAddress: '0.0.0.0',
       port: 5004,
+      rtcpPort: 5005,
       family: 4,
       group: '239.1.2.3',
       interfaceAddress: '127.0.0.1',
     });
-    expect(parseRtpUrl('rtp://[::1]:6000')).toEqual({ bindAddress: '::1', port: 6000, family: 6 });
+    expect(parseRtpUrl('rtp://[::1]:6000')).toEqual({
+      bindAddress: '::1',
+      port: 6000,
+      rtcpPort: 6001,
+      family: 6,
+    });
     expect(parseRtpUrl('rtp://[ff02::1234]:6000')).toMatchObject({
       bindAddress: '::',
       group: 'ff02::1234',
@@ -168,6 +179,14 @@ describe('rtp:// inputs', () => {
     expect(() => parseRtpUrl('rtp://u:p@127.0.0.1:5004')).toThrow(/no credentials/);
     expect(() => parseRtpUrl('udp://127.0.0.1:5004')).toThrow(/rtp:\/\//);
     expect(() => parseRtpUrl('rtp://239.1.1.1:5004?interface=::1')).toThrow(/IPv4/);
+    expect(() => parseRtpUrl('rtp://127.0.0.1:5004?rtcp=5004')).toThrow(/other than the RTP port 5004/);
+    expect(() => parseRtpUrl('rtp://127.0.0.1:5004?rtcp=x')).toThrow(/rtcp=x must be a port/);
+  });
+
+  it('takes the RTCP port from ?rtcp=, none for ?rtcp=none, and none above port 65534', () => {
+    expect(parseRtpUrl('rtp://127.0.0.1:5004?rtcp=7000').rtcpPort).toBe(7000);
+    expect(parseRtpUrl('rtp://127.0.0.1:5004?rtcp=none').rtcpPort).toBeUndefined();
+    expect(parseRtpUrl('rtp://127.0.0.1:65535').rtcpPort).toBeUndefined();
   });
 
   for (const [family, address] of [

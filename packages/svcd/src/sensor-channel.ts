@@ -1,6 +1,6 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { CodedError, codedErrorGuard, type Logger } from '@svc/runtime';
-import { FramePacker, type PackedFrame, type ParityPolicy, wrapU32 } from '@svc/wire';
+import { captureClockFromMs, FramePacker, type PackedFrame, type ParityPolicy, wrapU32 } from '@svc/wire';
 import { daemonClockMs } from './clock.js';
 import type { SensorChannelConfig } from './config.js';
 
@@ -39,8 +39,8 @@ export interface SensorChannelStats {
 
 /**
  * One `kind = "sensor"` channel: a UDP socket bound on the channel's `input` address; each datagram
- * received (up to 64 KiB) becomes one frame on the channel's wire id, packed once and handed to
- * every welcomed session.
+ * received (up to 64 KiB) becomes one frame on the channel's wire id, stamped with its arrival on
+ * the daemon clock as its capture clock, packed once and handed to every welcomed session.
  */
 export class SensorChannel {
   readonly config: SensorChannelConfig;
@@ -119,6 +119,8 @@ export class SensorChannel {
         // Every sensor message stands alone: nothing refers to an earlier one.
         keyframe: true,
         captureTimestampUs: wrapU32(now * 1000),
+        // The message was made when it arrived, as far as the daemon knows: its age starts there.
+        captureClockUs: captureClockFromMs(now),
         gopPosition: 0,
         parity: SENSOR_PARITY,
       },

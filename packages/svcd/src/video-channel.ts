@@ -1,8 +1,9 @@
-import { type AccessUnit, VideoIngest } from '@svc/media';
+import { type AccessUnit, type CaptureTime, type SourceState, VideoIngest } from '@svc/media';
 import { channelBitrateRange, type QosProfile } from '@svc/qos';
 import { type Logger, redactUrl, safeCall } from '@svc/runtime';
 import {
   CHUNK_HEADER_BYTES,
+  captureClockFromMs,
   DEFAULT_MAX_DATAGRAM_BYTES,
   FramePacker,
   type PackedFrame,
@@ -39,8 +40,27 @@ interface KeptUnit {
   readonly data: Uint8Array;
   readonly keyframe: boolean;
   readonly captureTimestampUs: number;
+  /** When it was captured, on the daemon clock: see `FrameToPack.captureClockUs`. */
+  readonly captureClockUs: number;
   readonly gopPosition: number;
 }
+
+/**
+ * Whether a video channel's camera is usable (the `source` control message): `live` while
+ * pictures arrive, `no-data` when its port is listened on or its RTSP session plays but no picture
+ * came for the larger of 1 s and three frame intervals (a wrong port, a stopped camera),
+ * `offline` when the daemon cannot read it (RTSP refused, unreachable, closed, login refused).
+ */
+export interface VideoSourceStatus {
+  readonly state: SourceState;
+  /** What is wrong and what to do, for a person; no credentials. Absent while `live`. */
+  readonly reason?: string;
+  /** When this state (or reason) began, daemon clock ms (`daemonClockMs`). */
+  readonly sinceMs: number;
+}
+
+/** The shortest silence that makes a source `no-data`, ms (spec: max(1000 ms, 3 frame intervals)). */
+const MIN_NO_DATA_MS = 1000;
 
 /** Counters of one simulcast layer of a {@link VideoChannel}. */
 export interface VideoLayerStats {
@@ -129,6 +149,8 @@ export class VideoChannel {
   /** Frames after the kept keyframe were left out: a replay can only be the keyframe. */
   #keptOverflow = false;
   #keptLimit: number;
+  #sourceStatus: VideoSourceStatus;
+  readonly #sourceListeners = new Set<(status: VideoSourceStatus) => void>();
 
   constructor(config: VideoChannelConfig, profile: QosProfile, logger: Logger) {
     this.config = config;
@@ -171,6 +193,28 @@ export class VideoChannel {
       bitrateBps: 0,
       layers: config.layer.length > 0 ? this.#sources.map((s) => s.stats) : [],
     };
+    this.#sourceStatus = {
+      state: 'no-data',
+      reason: `video channel "${config.name}" has not started`,
+      sinceMs: daemonClockMs(),
+    };
+  }
+
+  /**
+   * Whether the camera is usable now, and if not why (of the layer forwarded, or about to be, on a
+   * channel with simulcast layers).
+   */
+  get sourceStatus(): VideoSourceStatus {
+    return this.#sourceStatus;
+  }
+
+  /**
+   * Calls `listener` at every change of {@link VideoChannel.sourceStatus} (state or reason); what
+   * it throws is logged. Returns the function that removes it.
+   */
+  onSourceStatus(listener: (status: VideoSourceStatus) => void): () => void {
+    this.#sourceListeners.add(listener);
+    return () => this.#sourceListeners.delete(listener);
   }
 
   /** Starts every input's ingest; rejects (with all of them stopped) for an input that cannot be opened. */
@@ -188,7 +232,9 @@ export class VideoChannel {
           logger: this.#logger,
           // Each access unit is packed (copied) and kept (copied) before the callback returns.
           lendAccessUnits: true,
-          onAccessUnit: (au) => this.#accessUnit(index, au),
+          noDataAfterMs: Math.max(MIN_NO_DATA_MS, 3000 / this.config.fps),
+          onAccessUnit: (au, capture) => this.#accessUnit(index, au, capture),
+          onSourceStatus: () => this.#sourceChanged(),
           onStateChange: (state, detail) =>
             this.#logger.info({ ...where, state, error: detail?.error?.message }, 'video source state'),
           onError: (err) => this.#logger.error({ ...where, code: err.code }, err.message),
@@ -198,6 +244,7 @@ export class VideoChannel {
       await Promise.all(this.#sources.map((source) => source.ingest?.stop()));
       throw err;
     }
+    this.#sourceChanged();
     this.#logger.info(
       {
         channel: this.config.name,
@@ -301,6 +348,7 @@ export class VideoChannel {
           data: unit.data,
           keyframe: unit.keyframe,
           captureTimestampUs: unit.captureTimestampUs,
+          captureClockUs: unit.captureClockUs,
           gopPosition: unit.gopPosition,
           parity: unit.keyframe ? this.#parity.key : this.#parity.delta,
         },
@@ -321,10 +369,29 @@ export class VideoChannel {
 
   async stop(): Promise<void> {
     this.#subscribers.clear();
+    this.#sourceListeners.clear();
     await Promise.all(this.#sources.map((source) => source.ingest?.stop()));
   }
 
-  #accessUnit(index: number, au: AccessUnit): void {
+  /**
+   * A source's status changed, or another source is forwarded: the channel's status follows the
+   * source forwarded (or, before the first, the one asked for), its time on the daemon clock.
+   */
+  #sourceChanged(): void {
+    const status = this.#sources[this.#forwarded ?? this.#target]?.ingest?.sourceStatus;
+    if (status === undefined) return;
+    const current = this.#sourceStatus;
+    if (current.state === status.state && current.reason === status.reason) return;
+    this.#sourceStatus = {
+      state: status.state,
+      ...(status.reason !== undefined && { reason: status.reason }),
+      sinceMs: status.sinceMs + wallToDaemonMs(),
+    };
+    const next = this.#sourceStatus;
+    for (const listener of this.#sourceListeners) this.#notify('onSourceStatus', () => listener(next));
+  }
+
+  #accessUnit(index: number, au: AccessUnit, capture: CaptureTime): void {
     const source = this.#sources[index]!;
     const bytes = au.data.byteLength;
     for (const stats of [this.stats, source.stats]) {
@@ -343,14 +410,16 @@ export class VideoChannel {
     const captureUs = au.captureTimeUs + source.captureOffsetUs;
     this.#lastForwarded = { captureUs, atMs: au.receivedAtMs };
     const captureTimestampUs = wrapU32(captureUs);
+    // The camera's wall clock is taken to be the robot's: its time moves to the daemon clock.
+    const captureClockUs = captureClockFromMs(capture.wallMs + wallToDaemonMs());
     const { gopPosition } = source;
-    this.#keep(au.data, au.keyframe, captureTimestampUs, gopPosition);
+    this.#keep(au.data, au.keyframe, captureTimestampUs, captureClockUs, gopPosition);
     // Nobody watching: nothing to pack (a replay takes the ids just before the next live frame's).
     if (this.#subscribers.size === 0) return;
     this.#sizeDatagrams();
     const parity = au.keyframe ? this.#parity.key : this.#parity.delta;
     const packed = this.#packer.pack(
-      { data: au.data, keyframe: au.keyframe, captureTimestampUs, gopPosition, parity },
+      { data: au.data, keyframe: au.keyframe, captureTimestampUs, captureClockUs, gopPosition, parity },
       wrapU32(daemonClockMs() * 1000),
     );
     for (const subscriber of this.#subscribers) subscriber.handleFrame(packed, au.keyframe);
@@ -370,6 +439,7 @@ export class VideoChannel {
       source.captureOffsetUs = last.captureUs + elapsedUs - au.captureTimeUs;
     }
     this.#forwarded = index;
+    this.#sourceChanged();
     if (from === undefined) {
       this.#logger.info(
         { channel: this.config.name, layer: index, name: source.name },
@@ -389,9 +459,17 @@ export class VideoChannel {
    * Keeps a copy of an access unit for replay: a keyframe starts over; later frames while they
    * fit the bound.
    */
-  #keep(data: Uint8Array, keyframe: boolean, captureTimestampUs: number, gopPosition: number): void {
+  #keep(
+    data: Uint8Array,
+    keyframe: boolean,
+    captureTimestampUs: number,
+    captureClockUs: number,
+    gopPosition: number,
+  ): void {
     if (keyframe) {
-      this.#kept = [{ data: this.#copyKept(data, 0), keyframe, captureTimestampUs, gopPosition }];
+      this.#kept = [
+        { data: this.#copyKept(data, 0), keyframe, captureTimestampUs, captureClockUs, gopPosition },
+      ];
       this.#keptBytes = data.byteLength;
       this.#keptOverflow = false;
       return;
@@ -405,7 +483,7 @@ export class VideoChannel {
       return;
     }
     const copy = this.#copyKept(data, this.#keptBytes);
-    this.#kept.push({ data: copy, keyframe, captureTimestampUs, gopPosition });
+    this.#kept.push({ data: copy, keyframe, captureTimestampUs, captureClockUs, gopPosition });
     this.#keptBytes += data.byteLength;
   }
 
@@ -451,6 +529,15 @@ export class VideoChannel {
       source.windowBytes = 0;
     }
   }
+}
+
+/**
+ * What to add to a wall-clock time (`Date.now()`, the camera's clock as sender reports give it)
+ * to have it on the daemon clock ({@link daemonClockMs}, which may run off the wall clock in
+ * tests).
+ */
+function wallToDaemonMs(): number {
+  return daemonClockMs() - Date.now();
 }
 
 /** A replay never exceeds what fits a session's send queue with room to spare. */

@@ -62,6 +62,11 @@ export interface RtspOptions {
 export interface RtspClientOptions extends RtspOptions {
   /** Every RTP packet of the chosen stream, raw; RTCP never reaches it. */
   readonly onRtp?: (packet: Uint8Array, receivedAtMs: number) => void;
+  /**
+   * Every RTCP compound packet of the chosen stream, raw (the interleaved RTCP channel, the UDP
+   * RTCP port, or RTCP multiplexed with RTP): the camera's sender reports are in it.
+   */
+  readonly onRtcp?: (packet: Uint8Array, receivedAtMs: number) => void;
   /** The chosen stream, once DESCRIBE is answered and before any of its packets. */
   readonly onDescription?: (media: SdpMedia) => void;
   /** The session failed after `start()` resolved (connection lost, keep-alive failed, garbage). */
@@ -90,8 +95,9 @@ interface Link {
   udp: RtpUdpPair | undefined;
   /** Methods the camera listed in its OPTIONS answer. */
   publicMethods: ReadonlySet<string>;
-  /** The interleaved channel of RTP (over TCP). */
+  /** The interleaved channels of RTP and RTCP (over TCP). */
   rtpChannel: number;
+  rtcpChannel: number;
   session: SessionHeader | undefined;
   /** The URL of PLAY, keep-alives and TEARDOWN. */
   aggregateUrl: string | undefined;
@@ -216,6 +222,7 @@ export class RtspClient {
       udp: undefined,
       publicMethods: new Set(),
       rtpChannel: 0,
+      rtcpChannel: 1,
       session: undefined,
       aggregateUrl: undefined,
     };
@@ -439,6 +446,7 @@ export class RtspClient {
       logger: this.#logger,
       onInterleaved: (channel, payload) => {
         if (channel === link.rtpChannel) this.#deliver(payload);
+        else if (channel === link.rtcpChannel) this.#deliverRtcp(payload);
       },
       onFailure: (error) => this.#connectionFailed(conn, error),
     });
@@ -481,7 +489,11 @@ export class RtspClient {
       const udp = await RtpUdpPair.bind(
         conn.localAddress,
         conn.remoteAddress,
-        { onPacket: (packet) => this.#deliver(packet), onError: (error) => link.conn?.fail(error) },
+        {
+          onPacket: (packet) => this.#deliver(packet),
+          onRtcp: (packet) => this.#deliverRtcp(packet),
+          onError: (error) => link.conn?.fail(error),
+        },
         this.#logger,
       );
       link.udp = udp;
@@ -508,7 +520,9 @@ export class RtspClient {
         `SETUP ${redactUrl(mediaUrl)} was answered without a Transport header`,
       );
     }
-    link.rtpChannel = acceptTransport(parseTransportHeader(transportValue), link.udp);
+    const channels = acceptTransport(parseTransportHeader(transportValue), link.udp);
+    link.rtpChannel = channels.rtp;
+    link.rtcpChannel = channels.rtcp;
   }
 
   /** One RTP (or RTCP) packet from either transport. Runs per packet: allocates nothing. */
@@ -518,7 +532,10 @@ export class RtspClient {
       this.#lateEvents++;
       return;
     }
-    if (!isRtp(packet)) return;
+    if (!isRtp(packet)) {
+      this.#deliverRtcp(packet);
+      return;
+    }
     this.#packets++;
     const onRtp = this.#options.onRtp;
     if (onRtp === undefined) return;
@@ -527,6 +544,21 @@ export class RtspClient {
       onRtp(packet, this.#clock.now());
     } catch (err) {
       this.#logger.error({ err, listener: 'onRtp' }, 'an RTSP onRtp callback threw; the session carries on');
+    }
+  }
+
+  /** One RTCP compound packet: handed on as it is (it is parsed, and checked, by the ingest). */
+  #deliverRtcp(packet: Uint8Array): void {
+    const kind = this.#state.kind;
+    const onRtcp = this.#options.onRtcp;
+    if ((kind !== 'starting' && kind !== 'playing') || onRtcp === undefined) return;
+    try {
+      onRtcp(packet, this.#clock.now());
+    } catch (err) {
+      this.#logger.error(
+        { err, listener: 'onRtcp' },
+        'an RTSP onRtcp callback threw; the session carries on',
+      );
     }
   }
 

@@ -28,13 +28,17 @@ export function requestedTransport(udp: RtpUdpPair | undefined): string {
 }
 
 /**
- * Checks the camera's Transport answer against what was asked: the interleaved channel of RTP
- * over TCP; over UDP, the camera's `source` address is let in as well.
+ * Checks the camera's Transport answer against what was asked: the interleaved channels of RTP
+ * and RTCP over TCP; over UDP, the camera's `source` address is let in as well.
  *
- * @returns the interleaved RTP channel (0 over UDP, where it is unused).
+ * @returns the interleaved RTP and RTCP channels (RTCP is the next channel when the camera names
+ *   only one; 0 and 1 over UDP, where they are unused).
  * @throws MediaError `malformed-rtsp` when the camera chose the other transport.
  */
-export function acceptTransport(answer: TransportHeader, udp: RtpUdpPair | undefined): number {
+export function acceptTransport(
+  answer: TransportHeader,
+  udp: RtpUdpPair | undefined,
+): { readonly rtp: number; readonly rtcp: number } {
   const asked = udp === undefined ? 'tcp' : 'udp';
   if (answer.tcp !== (udp === undefined)) {
     throw new MediaError(
@@ -42,15 +46,20 @@ export function acceptTransport(answer: TransportHeader, udp: RtpUdpPair | undef
       `asked for RTP over ${asked.toUpperCase()} but the camera chose ${answer.protocol}`,
     );
   }
-  if (answer.tcp) return answer.interleaved?.[0] ?? 0;
+  if (answer.tcp) {
+    const rtp = answer.interleaved?.[0] ?? 0;
+    return { rtp, rtcp: answer.interleaved?.[1] ?? rtp + 1 };
+  }
   if (answer.source !== undefined && isIP(answer.source) !== 0) udp?.allow(answer.source);
-  return 0;
+  return { rtp: 0, rtcp: 1 };
 }
 
 /** What a {@link RtpUdpPair} tells its owner. */
 export interface RtpUdpHandlers {
   /** An RTP datagram from the camera (a view valid during the call). Runs per packet. */
   readonly onPacket: (packet: Uint8Array) => void;
+  /** A datagram from the camera on the RTCP port (a view valid during the call). */
+  readonly onRtcp?: (packet: Uint8Array) => void;
   /** A socket failed. */
   readonly onError: (error: MediaError) => void;
 }
@@ -142,6 +151,13 @@ export class RtpUdpPair {
       }
       handlers.onPacket(new Uint8Array(packet.buffer, packet.byteOffset, packet.length));
     });
+    const onRtcp = handlers.onRtcp;
+    if (onRtcp !== undefined) {
+      this.#rtcp.on('message', (packet, remote) => {
+        if (this.#allowed.has(normalizeAddress(remote.address)))
+          onRtcp(new Uint8Array(packet.buffer, packet.byteOffset, packet.length));
+      });
+    }
     for (const udp of [this.#rtp, this.#rtcp]) {
       udp.on('error', (err) => {
         handlers.onError(

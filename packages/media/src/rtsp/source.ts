@@ -35,6 +35,8 @@ export interface RtspSourceOptions extends RtspOptions {
   readonly onDescription?: (media: SdpMedia) => void;
   /** Every RTP packet, raw. */
   readonly onRtp?: (packet: Uint8Array, receivedAtMs: number) => void;
+  /** Every RTCP compound packet of the stream, raw (sender reports). */
+  readonly onRtcp?: (packet: Uint8Array, receivedAtMs: number) => void;
   readonly onStateChange?: (state: RtspSourceState, detail?: RtspSourceStateDetail) => void;
   /** A playing session without RTP for this long is restarted. Default 5000 ms. */
   readonly stallTimeoutMs?: number;
@@ -139,6 +141,9 @@ export class RtspSource {
           safeCall(this.#logger, 'onDescription', () => this.#options.onDescription?.(media));
       },
       onRtp: (packet, receivedAtMs) => this.#onPacket(client, packet, receivedAtMs),
+      onRtcp: (packet, receivedAtMs) => {
+        if (this.#client === client) this.#options.onRtcp?.(packet, receivedAtMs);
+      },
       onError: (error) => this.#onFailure(client, error),
     });
     this.#client = client;

@@ -51,6 +51,27 @@ const MIN_PACING_RTT_MS = 1;
 const PACING_BURST_BYTES = 32 * 1024;
 /** The minimum RTT is the lowest smoothed RTT seen over this window (quiche gives no minimum), ms. */
 const MIN_RTT_WINDOW_MS = 10_000;
+/**
+ * Live frames queued behind the replay at join are part of its burst, not backlog, while the
+ * path drains it: during the first {@link REPLAY_FOLLOW_GRACE_MS} (a new connection's congestion
+ * window opens over a few round trips), then as long as the path has put more on the wire since
+ * the replay than the live frames added (the queue is shrinking), at most
+ * {@link REPLAY_FOLLOW_MAX_MS}. A path slower than the stream fails that test, and the frames
+ * behind the replay count as backlog again.
+ */
+const REPLAY_FOLLOW_GRACE_MS = 250;
+/** See {@link REPLAY_FOLLOW_GRACE_MS}, ms: the replay holds at most two seconds of video. */
+const REPLAY_FOLLOW_MAX_MS = 3000;
+
+/** A replay at join being drained, with the live frames queued behind it. */
+interface ReplayDrain {
+  /** Clock ms when the replay was queued. */
+  readonly startedAt: number;
+  /** What was on the wire then (see `VideoSend.#wire`), bytes. */
+  readonly sentAtStart: number;
+  /** Bytes of the live frames queued behind it since. */
+  followed: number;
+}
 
 /** Options of {@link VideoSend}. */
 export interface VideoSendOptions {
@@ -78,6 +99,8 @@ export class VideoSend {
   #profile: QosProfile;
   /** Transport-sent byte count at which the latest keyframe will have left, and its size. */
   #keyframeDue = { at: 0, bytes: 0 };
+  /** The replay at join whose burst live frames join while it drains: {@link REPLAY_FOLLOW_GRACE_MS}. */
+  #replayDrain: ReplayDrain | undefined;
   /** Smoothed RTT samples of the last {@link MIN_RTT_WINDOW_MS}, lowest first (a monotonic queue). */
   readonly #rttWindow: { at: number; rtt: number }[] = [];
   #pacedAt = Number.NEGATIVE_INFINITY;
@@ -172,6 +195,7 @@ export class VideoSend {
     const transportQueued = this.#session.queuedDatagramBytes();
     for (const [id, counts] of this.#sent) {
       const channelQos = qos?.get(id);
+      const channel = this.#options.channels.find((c) => c.config.id === id);
       const admission = counts.admission.stats;
       channels[String(id)] = {
         frames_sent: counts.frames,
@@ -189,6 +213,7 @@ export class VideoSend {
         delivery_rate_kbps: Math.round(s.deliveryRateBps / 1000),
         sent_packets: s.sentPackets,
         lost_packets: s.lostPackets,
+        ...(channel !== undefined && { source_state: channel.sourceStatus.state }),
         ...channelQos?.agentStats(),
         ...(channelQos !== undefined &&
           channelQos.channel.layers.length > 0 && { layer: channelQos.channel.layerIndex }),
@@ -231,6 +256,9 @@ export class VideoSend {
         counts.replayed++;
       }
       started = counts.replayed === replay.length;
+      // A replay is not congestion: the live frames that arrive while it drains wait behind it
+      // and are part of the same burst (the pilot shows every one of them).
+      this.#replayDrain = { startedAt: this.#clock.now(), sentAtStart: this.#wire().sent, followed: 0 };
     }
     return {
       maxDatagramBytes: () => this.#session.maxDatagramBytes(),
@@ -242,7 +270,10 @@ export class VideoSend {
         }
         const now = this.#clock.now();
         if (keyframe || now - this.#pacedAt >= PACING_UPDATE_MS) this.#pace(channel);
-        const verdict = counts.admission.admit({ keyframe, bytes: frame.bytes }, this.#backlog(), now);
+        const wire = this.#wire();
+        // Behind a replay the path is draining: part of its burst, not backlog.
+        const drain = this.#drainingReplay(wire, now);
+        const verdict = counts.admission.admit({ keyframe, bytes: frame.bytes }, this.#backlog(wire), now);
         if (verdict === 'drop') {
           counts.dropsUnreported++;
           if (counts.admission.waitStarted) {
@@ -254,10 +285,28 @@ export class VideoSend {
           }
           return;
         }
-        if (this.#enqueue(frame, keyframe)) counts.frames++;
-        else counts.refused++;
+        if (this.#enqueue(frame, keyframe, keyframe || drain !== undefined)) {
+          counts.frames++;
+          if (drain !== undefined) drain.followed += frame.bytes;
+        } else {
+          counts.refused++;
+        }
       },
     };
+  }
+
+  /**
+   * The replay at join, while live frames still join its burst ({@link REPLAY_FOLLOW_GRACE_MS});
+   * `undefined`, for good, once it is on the wire or the path does not keep up with it.
+   */
+  #drainingReplay(wire: { sent: number }, now: number): ReplayDrain | undefined {
+    const drain = this.#replayDrain;
+    if (drain === undefined) return undefined;
+    const elapsed = now - drain.startedAt;
+    const keepingUp = elapsed <= REPLAY_FOLLOW_GRACE_MS || wire.sent - drain.sentAtStart > drain.followed;
+    if (this.#burstLeft(wire.sent) > 0 && keepingUp && elapsed <= REPLAY_FOLLOW_MAX_MS) return drain;
+    this.#replayDrain = undefined;
+    return undefined;
   }
 
   /** Delta admission of `channelId` under the session's profile. */
@@ -271,8 +320,9 @@ export class VideoSend {
   }
 
   /**
-   * Queues one frame. The bytes of a `burst` (a keyframe, or any frame of the replay at join) are
-   * remembered, added to what is left of the previous burst, so they do not count as backlog.
+   * Queues one frame. The bytes of a `burst` (a keyframe, any frame of the replay at join, or a
+   * live frame queued behind a replay the path is draining) are remembered, added to what is
+   * left of the previous burst, so they do not count as backlog.
    */
   #enqueue(frame: PackedFrame, keyframe: boolean, burst = keyframe): boolean {
     if (burst) {
@@ -292,11 +342,11 @@ export class VideoSend {
 
   /**
    * Bytes waiting to go on the wire (this session's paced queue and the transport's datagram
-   * queue), less what is left of the latest keyframe (and of the replay at join): an expected
-   * burst, never dropped, and the deltas behind it are not backlog while the path drains it.
+   * queue), less what is left of the latest burst: a keyframe, or the replay at join with the live
+   * frames that queued behind it while the path drained it. A burst is expected, never
+   * dropped; what waits beyond it is backlog.
    */
-  #backlog(): number {
-    const wire = this.#wire();
+  #backlog(wire = this.#wire()): number {
     return Math.max(0, wire.queued - this.#burstLeft(wire.sent));
   }
 
