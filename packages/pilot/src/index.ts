@@ -1,8 +1,10 @@
 /**
  * `@svc/pilot`: the browser pilot SDK. It asks svc-cloud for an offer, connects straight to the
- * robot over WebTransport, sends the driver's commands and receives sensors, and decodes a robot's video channels (WebCodecs for
- * H.264 and H.265, image decoding for Motion JPEG), paints them on a canvas with a bounded
- * presentation delay, and keeps their statistics. Browser code only: no Node-only API.
+ * robot over WebTransport, sends the driver's commands and receives sensors, and decodes a robot's
+ * video channels (WebCodecs for H.264 and H.265, image decoding for Motion JPEG), paints them on a
+ * canvas with an adaptive hold, watches for a frozen picture, and keeps their statistics. The
+ * custom elements `<svc-pilot>` and `<svc-video>` are in `@svc/pilot/elements`. Browser code only:
+ * no Node-only API.
  *
  * @packageDocumentation
  */
@@ -21,6 +23,7 @@ export {
   type PilotConnectionEvents,
   type PilotConnectionStats,
   type PilotConnectOptions,
+  type PilotPictureState,
   type PilotToken,
   type PilotTransport,
   type RobotAddress,
@@ -67,6 +70,12 @@ export {
   type VideoChannelDecoderState,
 } from './video/decoder.js';
 export {
+  type ArrivalVerdict,
+  JitterEstimator,
+  type JitterEstimatorOptions,
+  type JitterTuning,
+} from './video/jitter.js';
+export {
   clearVideoBadge,
   clearVideoMessage,
   showVideoBadge,
@@ -88,8 +97,17 @@ export {
   type RequestFrame,
 } from './video/presenter.js';
 export {
+  DEFAULT_STALE_AFTER_MS,
+  type PictureState,
+  type PictureStateKind,
+  StaleWatch,
+  type StaleWatchClock,
+  type StaleWatchOptions,
+} from './video/stale.js';
+export {
   type DecodeTimeSnapshot,
   type LatencySnapshot,
+  pictureAgeAtPaintMs,
   sendToPaintMs,
   VideoStats,
   type VideoStatsOptions,

@@ -110,6 +110,7 @@ export class PilotConnection {
     if (options.onFrame !== undefined) this.#events.on('frame', options.onFrame);
     if (options.onPaint !== undefined) this.#events.on('paint', options.onPaint);
     if (options.onSensor !== undefined) this.#events.on('sensor', options.onSensor);
+    if (options.onPicture !== undefined) this.#events.on('picture', options.onPicture);
   }
 
   /** Makes a connection and connects it: `new PilotConnection(options).connect()`. */
@@ -270,12 +271,13 @@ export class PilotConnection {
 
   /** A snapshot of the connection's and every channel's statistics. */
   stats(): PilotConnectionStats {
+    const hold = this.#commandHold ?? sessionOf(this.#state)?.staleHold();
     return {
       state: this.state,
       sessions: this.#sessions,
       rttMs: this.#rttMs,
       clockOffsetMs: this.#clockOffsetMs,
-      ...(this.#commandHold !== undefined && { commandHold: this.#commandHold }),
+      ...(hold !== undefined && { commandHold: hold }),
       malformedDatagrams: this.#malformed,
       lateEvents: this.#late,
       channels: { ...this.#lastStats, ...sessionOf(this.#state)?.stats() },
@@ -651,6 +653,7 @@ export class PilotConnection {
       clockOffsetMs: undefined,
       robotClockMs: () => this.robotClockMs(),
       commandHold: () => this.#commandHold,
+      holdCommandsWhileStale: this.#options.holdCommandsWhileStale ?? true,
       onRobotSilent: (reason) => {
         if (sessionOf(this.#state) === session) this.#drop(reason);
         else this.#ignoreLate('a silence check');

@@ -37,6 +37,13 @@ export type RobotAddressSource =
 /** The robot's QoS profiles, as the control stream names them. */
 export type QosProfileName = Extract<ControlMessage, { type: 'set-qos' }>['profile'];
 
+/** What the `picture` event says of a video channel's picture. */
+export interface PilotPictureState {
+  readonly kind: 'waiting' | 'live' | 'stale';
+  /** Age of the picture on screen, ms (`NaN` while waiting, or when its capture time is unknown). */
+  readonly ageMs: number;
+}
+
 /** What a {@link PilotConnection} tells its listeners (`connection.on(event, listener)`). */
 export interface PilotConnectionEvents {
   /**
@@ -51,6 +58,13 @@ export interface PilotConnectionEvents {
   frame: (channel: number, frame: AssembledFrame) => void;
   /** A frame was painted. */
   paint: (channel: number, report: PlayerPaintReport) => void;
+  /**
+   * A video channel's picture changed between `waiting` (nothing painted yet), `live` and `stale`
+   * (nothing new painted for longer than max(3 frame intervals, 300 ms)); `ageMs` is the age of
+   * the picture on screen at that moment (`NaN` when unknown). While a channel is stale the
+   * driver's commands are held (`holdCommandsWhileStale`).
+   */
+  picture: (channel: number, state: PilotPictureState) => void;
   /** A sensor message, whole (one UDP datagram the robot received), with its channel's id and name. */
   sensor: (channel: number, bytes: Uint8Array, name: string) => void;
   /**
@@ -134,6 +148,13 @@ export type PilotConnectOptions = RobotAddressSource &
     readonly onPaint?: PilotConnectionEvents['paint'];
     /** A `sensor` listener added before the connection starts. */
     readonly onSensor?: PilotConnectionEvents['sensor'];
+    /** A `picture` listener added before the connection starts. */
+    readonly onPicture?: PilotConnectionEvents['picture'];
+    /**
+     * Hold the driver's commands while any video channel's picture is stale (default true): nobody
+     * drives blind. The stop and dead-man commands (`always`) still go out.
+     */
+    readonly holdCommandsWhileStale?: boolean;
   };
 
 /**

@@ -15,7 +15,12 @@ import {
 import type { LossPolicy } from '../video/decoder.js';
 import { type PlayerPaintReport, VideoChannelPlayer } from '../video/player.js';
 import type { Link } from './link.js';
-import type { PilotChannelStats, PilotConnectionEvents, QosProfileName } from './options.js';
+import type {
+  PilotChannelStats,
+  PilotConnectionEvents,
+  PilotPictureState,
+  QosProfileName,
+} from './options.js';
 
 /** The robot's `welcome`. */
 export type Welcome = Extract<ControlMessage, { type: 'welcome' }>;
@@ -49,6 +54,8 @@ interface ChannelPlayback {
   readonly channel: ControlChannel;
   readonly player: VideoChannelPlayer;
   readonly reassembler: Reassembler;
+  /** The picture state last told in a `picture` event. */
+  picture: PilotPictureState['kind'];
   lastKeyframeRequest: number;
   /** Reassembler counters at the last `loss` report. */
   reported: { expected: number; arrived: number; framesLost: number };
@@ -92,6 +99,8 @@ export interface SessionOptions {
   readonly robotClockMs: () => number | undefined;
   /** Why commands are held now (`PilotConnection.holdCommands`), if they are. */
   readonly commandHold: () => string | undefined;
+  /** Hold commands while a video channel's picture is stale (`PilotConnectOptions`). */
+  readonly holdCommandsWhileStale: boolean;
   /** The robot went silent (no control line for 3 heartbeats): the connection drops the session. */
   readonly onRobotSilent: (reason: string) => void;
   readonly clock: Clock;
@@ -224,7 +233,8 @@ export class Session {
       throw new TypeError(`command of ${data.byteLength} bytes exceeds ${MAX_COMMAND_BYTES}`);
     }
     if (this.role !== 'driver') return 'observer';
-    if (options.always !== true && this.#options.commandHold() !== undefined) return 'held';
+    if (options.always !== true && (this.#options.commandHold() ?? this.staleHold()) !== undefined)
+      return 'held';
     let sentAtMs = options.sentAtRobotMs;
     if (sentAtMs === undefined) {
       const robotNow = this.#options.robotClockMs();
@@ -269,6 +279,21 @@ export class Session {
     return channels;
   }
 
+  /**
+   * Why the driver's commands are held for a stale picture now, or `undefined` (also when
+   * `holdCommandsWhileStale` is off).
+   */
+  staleHold(): string | undefined {
+    if (!this.#options.holdCommandsWhileStale) return undefined;
+    for (const p of this.#playback.values()) {
+      if (!p.player.stale) continue;
+      const age = p.player.pictureAgeMs;
+      const old = Number.isFinite(age) ? `, ${Math.round(age)} ms old` : '';
+      return `the picture of "${p.channel.name}" is frozen${old}: commands wait for a live picture`;
+    }
+    return undefined;
+  }
+
   /** Stops the timers and the players and removes their areas; returns the last statistics. */
   close(): Record<string, PilotChannelStats> {
     const last = this.stats();
@@ -292,6 +317,7 @@ export class Session {
     const clockOffsetMs = this.#options.clockOffsetMs;
     const playback: ChannelPlayback = {
       channel,
+      picture: 'waiting',
       lastKeyframeRequest: Number.NEGATIVE_INFINITY,
       reported: { expected: 0, arrived: 0, framesLost: 0 },
       player: new VideoChannelPlayer({
@@ -309,7 +335,12 @@ export class Session {
           if (lossPolicy === 'continue' && (reason === 'frame-lost' || reason === 'gop-gap')) return;
           this.#requestKeyframe(playback);
         },
-        onPaint: (report: PlayerPaintReport) => events.safeEmit('paint', channel.id, report),
+        clock: this.#options.clock,
+        onStaleChange: () => this.#pictureChanged(playback),
+        onPaint: (report: PlayerPaintReport) => {
+          events.safeEmit('paint', channel.id, report);
+          if (playback.picture !== 'live') this.#pictureChanged(playback);
+        },
       }),
       reassembler: new Reassembler({
         channel: channel.id,
@@ -406,9 +437,32 @@ export class Session {
         painted: v.painted,
         bitrate_bps: Math.round(v.bitrateBps),
         ...(v.latency.p50Ms !== null && { latency_p50_ms: v.latency.p50Ms }),
+        ...(v.pictureAge.lastMs !== null &&
+          Number.isFinite(v.pictureAge.lastMs) && { picture_age_ms: v.pictureAge.lastMs }),
+        ...(v.pictureAge.p50Ms !== null && { picture_age_p50_ms: v.pictureAge.p50Ms }),
+        ...(v.pictureAge.p95Ms !== null && { picture_age_p95_ms: v.pictureAge.p95Ms }),
+        frames_skipped_behind: v.skippedBehind,
+        hold_ms: v.holdMs,
+        ...(v.jitterMs !== null && { jitter_ms: v.jitterMs }),
       };
     }
     if (Object.keys(stats).length > 0) link.send({ type: 'pilot-stats', channels: stats });
+  }
+
+  /** Tells `picture` listeners when a channel's picture moved between waiting, live and stale. */
+  #pictureChanged(playback: ChannelPlayback): void {
+    const { player } = playback;
+    const kind: PilotPictureState['kind'] =
+      player.picture.kind === 'no-picture' ? 'waiting' : player.stale ? 'stale' : 'live';
+    if (kind === playback.picture) return;
+    playback.picture = kind;
+    if (kind === 'stale') {
+      this.#options.logger.warn(
+        { channel: playback.channel.id, ageMs: player.pictureAgeMs },
+        'the picture is frozen: commands held until it is live again',
+      );
+    }
+    this.#options.events.safeEmit('picture', playback.channel.id, { kind, ageMs: player.pictureAgeMs });
   }
 
   #requestKeyframe(playback: ChannelPlayback): void {

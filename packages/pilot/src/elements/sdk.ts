@@ -1,30 +1,25 @@
 /**
- * The connection calls the elements use that the SDK is gaining in the same change (the stale
- * watch's `picture` event on the connection, the paint report's picture age), and the command and
- * kernel calls. Kept in this one file so wiring them for good touches nothing else: each function
- * says what it expects.
+ * The connection calls the elements use, in one place: the stale watch's `picture` event, the
+ * paint report's picture age, commands and the FEC kernel in use.
  */
 import { activeFecKernel } from '@svc/wire';
 import type { PilotConnection } from '../connection/connection.js';
+import type { PilotPictureState } from '../connection/options.js';
+import type { PlayerPaintReport } from '../video/player.js';
 
 /**
  * What the stale watch says of one video channel's picture: `waiting` before the first paint,
  * `live` while new frames are painted, `stale` when none was painted for longer than the
  * threshold; `ageMs` is the age of the picture on screen (growing while stale).
  */
-export interface PictureState {
-  readonly kind: 'waiting' | 'live' | 'stale';
-  readonly ageMs: number;
-}
-
-type LooseOn = (event: string, listener: (...args: never[]) => void) => () => void;
+export type PictureState = PilotPictureState;
 
 /** Listens to the connection's `picture` event (channel, state); returns the function that stops. */
 export function onPicture(
   connection: PilotConnection,
   listener: (channel: number, state: PictureState) => void,
 ): () => void {
-  return (connection.on as unknown as LooseOn).call(connection, 'picture', listener);
+  return connection.on('picture', listener);
 }
 
 /**
@@ -52,7 +47,6 @@ export function fecKernel(): string {
  * The age of a painted picture, ms, from its capture on the robot's clock to its paint
  * (`PlayerPaintReport.pictureAgeMs`); `NaN` when unknown.
  */
-export function pictureAgeOf(report: object): number {
-  const age = (report as { pictureAgeMs?: unknown }).pictureAgeMs;
-  return typeof age === 'number' ? age : Number.NaN;
+export function pictureAgeOf(report: PlayerPaintReport): number {
+  return report.pictureAgeMs;
 }

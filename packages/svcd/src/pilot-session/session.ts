@@ -23,7 +23,7 @@ import type {
   SessionGrant,
   SessionRegistry,
 } from '../session-registry.js';
-import type { VideoChannel } from '../video-channel.js';
+import type { VideoChannel, VideoSourceStatus } from '../video-channel.js';
 import { sessionCommands } from './commands.js';
 import { endMessage, welcomeFor } from './control.js';
 import { HEARTBEAT_MS, PILOT_SILENCE_MS, silentFor } from './liveness.js';
@@ -576,10 +576,26 @@ export class PilotSession implements SessionQosProbe {
       // an IDR makes this session's stream independent of the replay (and is the only way to a
       // live picture when the replay was the keyframe alone, or when there was none).
       this.#recoveryNeeded(channel.config.id, 'join');
+      // What the robot knows of the camera, now and at every change: the page names a camera
+      // that is offline or sends nothing instead of showing a black or frozen canvas as live.
+      this.#sendSource(channel.config.id, channel.sourceStatus);
+      active.unsubscribe.push(
+        channel.onSourceStatus((status) => this.#sendSource(channel.config.id, status)),
+      );
     }
     for (const sensor of sensors) {
       active.unsubscribe.push(sensor.subscribe({ handleSensorFrame: (frame) => this.#sendDirect(frame) }));
     }
+  }
+
+  #sendSource(channelId: number, status: VideoSourceStatus): void {
+    if (this.#state.kind !== 'active') return;
+    this.#send({
+      type: 'source',
+      channel: channelId,
+      state: status.state,
+      ...(status.reason !== undefined && { reason: status.reason.slice(0, 512) }),
+    });
   }
 
   #recoveryNeeded(channelId: number, reason: 'join' | 'pilot-request'): void {
