@@ -24,6 +24,7 @@ export {
   type PilotConnectionStats,
   type PilotConnectOptions,
   type PilotPictureState,
+  type PilotSourceState,
   type PilotToken,
   type PilotTransport,
   type RobotAddress,

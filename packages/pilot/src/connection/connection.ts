@@ -18,6 +18,7 @@ import {
   type PilotConnectionEvents,
   type PilotConnectionStats,
   type PilotConnectOptions,
+  type PilotSourceState,
   type QosProfileName,
   type RobotAddress,
   type TransportFactory,
@@ -158,6 +159,14 @@ export class PilotConnection {
   /** This session's role from `welcome` (`undefined` without a session). */
   get role(): ControlRole | undefined {
     return sessionOf(this.#state)?.role;
+  }
+
+  /**
+   * What the robot last said of a video channel's camera in this session (`source`), or
+   * `undefined` before it said anything: for a view that attaches after the message came.
+   */
+  source(channel: number): PilotSourceState | undefined {
+    return sessionOf(this.#state)?.sources.get(channel);
   }
 
   /**
@@ -619,9 +628,13 @@ export class PilotConnection {
         sessionOf(state)?.setClockOffset(estimate.offsetMs);
         return;
       }
-      case 'source':
+      case 'source': {
+        const session = sessionOf(state);
+        if (session === undefined) return;
+        session.sources.set(message.channel, { state: message.state, reason: message.reason });
         this.#events.safeEmit('source', message.channel, message.state, message.reason);
         return;
+      }
       case 'heartbeat':
         // Liveness: echoed at once from the reader, whatever timers a background tab throttles.
         link.send({ type: 'heartbeat', seq: message.seq });

@@ -37,6 +37,12 @@ export type RobotAddressSource =
 /** The robot's QoS profiles, as the control stream names them. */
 export type QosProfileName = Extract<ControlMessage, { type: 'set-qos' }>['profile'];
 
+/** What the robot last said of a video channel's camera (`PilotConnection.source`). */
+export interface PilotSourceState {
+  readonly state: ControlSourceState;
+  readonly reason: string | undefined;
+}
+
 /** What the `picture` event says of a video channel's picture. */
 export interface PilotPictureState {
   readonly kind: 'waiting' | 'live' | 'stale';

@@ -19,6 +19,7 @@ import type {
   PilotChannelStats,
   PilotConnectionEvents,
   PilotPictureState,
+  PilotSourceState,
   QosProfileName,
 } from './options.js';
 
@@ -125,6 +126,8 @@ export class Session {
   /** The channels the robot announced. */
   readonly channels: readonly ControlChannel[];
   readonly #options: SessionOptions;
+  /** What the robot last said of each video channel's camera (`source`). */
+  readonly sources = new Map<number, PilotSourceState>();
   readonly #playback = new Map<number, ChannelPlayback>();
   readonly #sensors = new Map<number, Reassembler>();
   /** Command channels, by id and by name. */
@@ -336,7 +339,7 @@ export class Session {
           this.#requestKeyframe(playback);
         },
         clock: this.#options.clock,
-        onStaleChange: () => this.#pictureChanged(playback),
+        onStaleChange: (_stale, ageMs) => this.#pictureChanged(playback, ageMs),
         onPaint: (report: PlayerPaintReport) => {
           events.safeEmit('paint', channel.id, report);
           if (playback.picture !== 'live') this.#pictureChanged(playback);
@@ -450,7 +453,7 @@ export class Session {
   }
 
   /** Tells `picture` listeners when a channel's picture moved between waiting, live and stale. */
-  #pictureChanged(playback: ChannelPlayback): void {
+  #pictureChanged(playback: ChannelPlayback, ageMs = playback.player.pictureAgeMs): void {
     const { player } = playback;
     const kind: PilotPictureState['kind'] =
       player.picture.kind === 'no-picture' ? 'waiting' : player.stale ? 'stale' : 'live';
@@ -458,11 +461,11 @@ export class Session {
     playback.picture = kind;
     if (kind === 'stale') {
       this.#options.logger.warn(
-        { channel: playback.channel.id, ageMs: player.pictureAgeMs },
+        { channel: playback.channel.id, ageMs },
         'the picture is frozen: commands held until it is live again',
       );
     }
-    this.#options.events.safeEmit('picture', playback.channel.id, { kind, ageMs: player.pictureAgeMs });
+    this.#options.events.safeEmit('picture', playback.channel.id, { kind, ageMs });
   }
 
   #requestKeyframe(playback: ChannelPlayback): void {

@@ -202,6 +202,14 @@ export class SvcVideoElement extends HTMLElement {
     const attached = this.#attached;
     const id = this.channelId;
     if (attached === undefined || id === undefined) return;
+    // The robot's word on the camera may have come before this view attached.
+    if (this.#source === undefined) {
+      const known = attached.connection.source(id);
+      if (known !== undefined) {
+        this.#source = known;
+        this.#render();
+      }
+    }
     for (const child of [...attached.dock.children]) {
       if (child instanceof HTMLElement && child.dataset.svcChannel === String(id)) {
         for (const old of [...this.#stage.children]) if (old !== child) old.remove();
@@ -260,6 +268,10 @@ export class SvcVideoElement extends HTMLElement {
       kind = source.state;
       title = source.state === 'offline' ? 'Camera offline' : 'No video from the camera';
       detail = source.reason ?? '';
+      // A picture still on screen is the camera's last: say how old it is, and what that means.
+      if (this.#picture.kind === 'stale') {
+        detail = `${detail}${detail === '' ? '' : ' · '}the picture shown is ${formatMs(this.#currentAge())} old; driving commands are held.`;
+      }
     } else if (this.#picture.kind === 'stale') {
       kind = 'stale';
       title = `Picture frozen: ${formatMs(this.#currentAge())} old`;
