@@ -1,6 +1,7 @@
 /**
- * `@svc/pilot`: the browser pilot SDK. It asks svc-cloud for an offer, connects straight to the
- * robot over WebTransport, sends the driver's commands and receives sensors, and decodes a robot's
+ * `@svc/pilot`: the browser pilot SDK. It asks svc-cloud for an offer (keeping the signalling
+ * connection open for the driver slot's news and handover), connects straight to the robot over
+ * WebTransport, sends the driver's commands and receives sensors, and decodes a robot's
  * video channels (WebCodecs for H.264 and H.265, image decoding for Motion JPEG), paints them on a
  * canvas with an adaptive hold, watches for a frozen picture, and keeps their statistics. The
  * custom elements `<svc-pilot>` and `<svc-video>` are in `@svc/pilot/elements`. Browser code only:
@@ -44,6 +45,21 @@ export {
   tokenScope,
 } from './connection/refusal.js';
 export { MAX_COMMAND_BYTES, type SendCommandOptions } from './connection/session.js';
+export {
+  type ControlPending,
+  type ControlRequest,
+  type ControlResult,
+  type DriverSlot,
+  type HandoverAvailability,
+  type HandoverUnavailableReason,
+  OFFER_TIMEOUT_MS,
+  SIGNAL_RECONNECT_BACKOFF,
+  SIGNAL_SILENCE_HEARTBEATS,
+  SignalSession,
+  type SignalSessionEvents,
+  type SignalSessionOptions,
+  type SlotUser,
+} from './connection/signal-session.js';
 export type { PilotConnectionState } from './connection/state.js';
 export {
   candidateUrl,

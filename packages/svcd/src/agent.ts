@@ -130,6 +130,18 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
       daemon.sessions.revoke(message.session_id, message.reason);
       if (message.jti !== undefined) daemon.sessions.revokeJti(message.jti, undefined, message.reason);
     },
+    onSessionRole: (message) => {
+      const reason =
+        message.role === 'driver'
+          ? 'svc-cloud gave this session the driver slot'
+          : 'svc-cloud moved the driver slot';
+      if (!daemon.sessions.setRole(message.session_id, message.role, reason)) {
+        logger.warn(
+          { session_id: message.session_id, role: message.role },
+          'svc-cloud moved the driver slot to a session this robot cannot give it to (not open, or an observe token); ignored',
+        );
+      }
+    },
   });
   const unsubscribe = [
     daemon.sessions.on('started', ({ session }) =>

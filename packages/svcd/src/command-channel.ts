@@ -91,7 +91,7 @@ export interface CommandInboxStats {
 
 /** What a {@link CommandInbox} is built with. */
 export interface CommandInboxOptions {
-  /** The session's role: only a driver's commands are written. */
+  /** The session's role at welcome (only a driver's commands are written); {@link CommandInbox.role} moves it. */
   readonly role: SessionRole;
   /** `[agent] max_command_age_ms`: older commands are dropped. */
   readonly maxCommandAgeMs: number;
@@ -125,10 +125,12 @@ export class CommandInbox {
   #nowMs = 0;
   /** Sequence number and send time of the last command written. */
   #last: { readonly frameId: number; readonly captureClockUs: number } | undefined;
+  #role: SessionRole;
 
   constructor(channel: CommandChannel, options: CommandInboxOptions) {
     this.#channel = channel;
     this.#options = options;
+    this.#role = options.role;
     this.#reassembler = new Reassembler({
       channel: channel.config.id,
       onFrame: (frame) => this.#command(frame),
@@ -139,6 +141,15 @@ export class CommandInbox {
       // Received chunk bytes of one frame: the message, its frame info, and at most a chunk of parity.
       maxFrameBytes: MAX_COMMAND_BYTES + 2 * 1200,
     });
+  }
+
+  /** The session's role now: svc-cloud may move the driver slot mid-session (a handover). */
+  get role(): SessionRole {
+    return this.#role;
+  }
+
+  set role(role: SessionRole) {
+    this.#role = role;
   }
 
   /**
@@ -160,7 +171,7 @@ export class CommandInbox {
       this.stats.commands_lost++;
       return;
     }
-    if (this.#options.role !== 'driver') {
+    if (this.#role !== 'driver') {
       this.stats.commands_dropped_observer++;
       return;
     }

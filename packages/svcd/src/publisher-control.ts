@@ -80,7 +80,10 @@ export class PublisherControl {
     for (const channel of channels) this.send(videoConfigFor(channel, profile, 'profile'));
   }
 
-  /** Sends a `session` datagram at every session start and end; returns the unsubscribe function. */
+  /**
+   * Sends a `session` datagram at every session start and end, and when svc-cloud moves the driver
+   * slot (`role`: the session's new role); returns the unsubscribe function.
+   */
   followSessions(registry: SessionRegistry): () => void {
     const datagram = (state: 'started' | 'ended') => (event: SessionEvent) =>
       this.send({
@@ -92,9 +95,19 @@ export class PublisherControl {
       });
     const offStarted = registry.on('started', datagram('started'));
     const offEnded = registry.on('ended', datagram('ended'));
+    const offRole = registry.on('role', ({ session }) =>
+      this.send({
+        type: 'session',
+        state: 'role',
+        session_id: session.sessionId,
+        role: session.role,
+        sessions: registry.size,
+      }),
+    );
     return () => {
       offStarted();
       offEnded();
+      offRole();
     };
   }
 

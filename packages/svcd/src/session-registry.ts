@@ -1,4 +1,4 @@
-import { type Logger, TypedEmitter } from '@svc/runtime';
+import { type Logger, safeCall, silentLogger, TypedEmitter } from '@svc/runtime';
 
 /** A session's role: a `driver` may send commands; an `observer`'s commands are dropped. */
 export type SessionRole = 'driver' | 'observer';
@@ -61,6 +61,8 @@ export interface AdmitRequest {
   readonly grant: AcceptedGrant;
   /** Ends the session with a reason the pilot may see; called when the session is revoked. */
   readonly close: (reason: string) => void;
+  /** The session's role changed ({@link SessionRegistry.setRole}): it now drives or observes. */
+  readonly roleChanged?: (session: OpenSession, reason: string) => void;
 }
 
 /** A session started or ended; `sessions` is the count of open sessions after the change. */
@@ -71,10 +73,19 @@ export interface SessionEvent {
   readonly reason?: string;
 }
 
-/** Events of a {@link SessionRegistry}: a session started or ended. */
+/** A session's role changed mid-session (svc-cloud moved the driver slot). */
+export interface RoleChangeEvent {
+  /** The session with its new role. */
+  readonly session: OpenSession;
+  readonly previous: SessionRole;
+  readonly reason: string;
+}
+
+/** Events of a {@link SessionRegistry}: a session started, ended, or changed role. */
 export type SessionRegistryEvents = {
   started: (event: SessionEvent) => void;
   ended: (event: SessionEvent) => void;
+  role: (event: RoleChangeEvent) => void;
 };
 
 /** Options of {@link SessionRegistry}. */
@@ -108,8 +119,10 @@ export interface DriverReservation {
 }
 
 interface Entry {
-  readonly session: OpenSession;
+  /** Replaced (never changed in place) when the role changes. */
+  session: OpenSession;
   readonly close: (reason: string) => void;
+  readonly roleChanged: ((session: OpenSession, reason: string) => void) | undefined;
 }
 
 /**
@@ -137,6 +150,7 @@ export class SessionRegistry {
   /** Revoked `jti` → when (ms) it may be accepted again. */
   readonly #revoked = new Map<string, number>();
   readonly #events: TypedEmitter<SessionRegistryEvents>;
+  readonly #logger: Logger;
   readonly #graceMs: number;
   #driver: string | undefined;
   #reservation: DriverReservation | undefined;
@@ -153,6 +167,7 @@ export class SessionRegistry {
     this.maxSessions = options.maxSessions;
     this.#now = options.now ?? Date.now;
     this.#revokedTtlMs = options.revokedUnknownExpiryMs ?? 15 * 60_000;
+    this.#logger = options.logger ?? silentLogger;
     this.#events = new TypedEmitter(options.logger);
   }
 
@@ -220,7 +235,7 @@ export class SessionRegistry {
       exp: grant.exp,
       startedAtMs: this.#now(),
     });
-    this.#open.set(sessionId, { session, close: request.close });
+    this.#open.set(sessionId, { session, close: request.close, roleChanged: request.roleChanged });
     if (role === 'driver') {
       this.#driver = sessionId;
       this.#reservation = undefined;
@@ -264,6 +279,40 @@ export class SessionRegistry {
     }
     this.#events.safeEmit('ended', { session: entry.session, sessions: this.#open.size, reason });
     return true;
+  }
+
+  /**
+   * svc-cloud moved the driver slot (`session-role`: a handover, a takeover, a release): the
+   * session drives or observes from now on. Making one session the driver makes any other driver
+   * an observer first (one driver, whatever order the messages came in) and ends a reload grace
+   * (svc-cloud's assignment wins). Only a `drive`-scoped session may drive. Emits `role` and tells
+   * the session. Returns `false`, changing nothing, for a session that is not open or an
+   * `observe` token asked to drive.
+   */
+  setRole(sessionId: string, role: SessionRole, reason = 'svc-cloud moved the driver slot'): boolean {
+    const entry = this.#open.get(sessionId);
+    if (entry === undefined) return false;
+    if (entry.session.role === role) return true;
+    if (role === 'driver') {
+      if (entry.session.scope !== 'drive') return false;
+      const current = this.#driver;
+      if (current !== undefined && current !== sessionId) this.#changeRole(current, 'observer', reason);
+      this.#reservation = undefined;
+    }
+    this.#changeRole(sessionId, role, reason);
+    return true;
+  }
+
+  #changeRole(sessionId: string, role: SessionRole, reason: string): void {
+    const entry = this.#open.get(sessionId)!;
+    const previous = entry.session.role;
+    entry.session = Object.freeze({ ...entry.session, role });
+    if (role === 'driver') this.#driver = sessionId;
+    else if (this.#driver === sessionId) this.#driver = undefined;
+    this.#events.safeEmit('role', { session: entry.session, previous, reason });
+    const listener = entry.roleChanged;
+    const session = entry.session;
+    if (listener !== undefined) safeCall(this.#logger, 'roleChanged', () => listener(session, reason));
   }
 
   /**

@@ -115,6 +115,7 @@ const messages = [
       reason: z.string().max(512).optional(),
     })
     .strict(),
+  z.object({ type: z.literal('role'), role, reason: z.string().max(256).optional() }).strict(),
   z.object({ type: z.literal('bye'), reason: z.string().max(256).optional() }).strict(),
 ] as const;
 

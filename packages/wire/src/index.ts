@@ -47,8 +47,8 @@ export {
 } from './packer.js';
 export { NO_PARITY, type ParityPolicy, parityCountFor } from './parity.js';
 export {
-  decodePublisherControl,
   type DriverIdleMessage,
+  decodePublisherControl,
   encodePublisherControl,
   type LayerMessage,
   MAX_PUBLISHER_CONTROL_BYTES,

@@ -52,7 +52,7 @@ const layer = z
 const session = z
   .object({
     type: z.literal('session'),
-    state: z.enum(['started', 'ended']),
+    state: z.enum(['started', 'ended', 'role']),
     session_id: z.string().min(1).max(128),
     role: z.enum(['driver', 'observer']),
     sessions: nonNegativeInt,

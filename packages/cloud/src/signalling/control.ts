@@ -155,7 +155,7 @@ export class DriverControl {
     Promise.all([this.#people.person(record.sub, record.act), this.#people.person(driver.sub, driver.act)])
       .then(([asker, asked]) => {
         if (presence.request !== request) return;
-        const expires = Math.max(0, request.deadline - this.#hub.clock.now());
+        const expires = Math.max(0, Math.ceil(request.deadline - this.#hub.clock.now()));
         driver.pilot?.send({
           type: 'control-request',
           request_id: request.requestId,

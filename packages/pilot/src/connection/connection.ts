@@ -8,7 +8,6 @@ import {
   TypedEmitter,
 } from '@svc/runtime';
 import type { ControlChannel, ControlMessage, ControlRole } from '@svc/wire';
-import { isOfferError, type RequestOfferOptions, type RobotOffer, requestOffer } from '../signalling.js';
 import { CANDIDATE_STAGGER_MS, raceCandidates } from './candidates.js';
 import { ClockOffsetEstimator } from './clock-offset.js';
 import { Link, type LinkListener } from './link.js';
@@ -25,6 +24,16 @@ import {
 } from './options.js';
 import { type PilotRefusal, type PilotRefusalCode, refusalOfTokenError, tokenScope } from './refusal.js';
 import { type SendCommandOptions, Session, type Welcome } from './session.js';
+import {
+  type ControlRequest,
+  type DriverSlot,
+  type HandoverAvailability,
+  isOfferError,
+  type RequestOfferOptions,
+  type RobotOffer,
+  SignalSession,
+  type SignalSessionOptions,
+} from './signal-session.js';
 import {
   type Attempt,
   attemptOf,
@@ -59,10 +68,15 @@ export class PilotConnection {
   readonly #random: () => number;
   readonly #logger: Logger;
   readonly #createTransport: TransportFactory;
-  readonly #requestOffer: (options: RequestOfferOptions) => Promise<RobotOffer>;
+  /** Where offers come from: a signalling session kept open per attempt, or a one-shot offer. */
+  readonly #offerSource:
+    | { readonly kind: 'session'; readonly open: (options: SignalSessionOptions) => SignalSession }
+    | { readonly kind: 'once'; readonly request: (options: RequestOfferOptions) => Promise<RobotOffer> };
   readonly #events: TypedEmitter<PilotConnectionEvents>;
   readonly #backoff: Backoff;
   #state: ConnectionState = { kind: 'idle' };
+  /** Whether handover is possible, as last told (`handover` event). */
+  #handover: HandoverAvailability;
   /** The state name pages last heard: a transition within an attempt, without news, stays quiet. */
   #announced: PilotConnectionState = 'idle';
   #offer: RobotOffer | undefined;
@@ -103,15 +117,21 @@ export class PilotConnection {
     this.#logger = options.logger ?? consoleLogger();
     this.#createTransport =
       options.createTransport ?? ((url, transportOptions) => new WebTransport(url, transportOptions));
-    this.#requestOffer = options.requestOffer ?? requestOffer;
+    this.#offerSource =
+      options.requestOffer !== undefined
+        ? { kind: 'once', request: options.requestOffer }
+        : { kind: 'session', open: options.openSignalling ?? ((o) => new SignalSession(o)) };
     this.#events = new TypedEmitter<PilotConnectionEvents>(this.#logger);
     this.#backoff = new Backoff(PILOT_RECONNECT_BACKOFF, this.#random);
+    this.#handover = this.#handoverNow();
     if (options.onState !== undefined) this.#events.on('state', options.onState);
     if (options.onOffer !== undefined) this.#events.on('offer', options.onOffer);
     if (options.onFrame !== undefined) this.#events.on('frame', options.onFrame);
     if (options.onPaint !== undefined) this.#events.on('paint', options.onPaint);
     if (options.onSensor !== undefined) this.#events.on('sensor', options.onSensor);
     if (options.onPicture !== undefined) this.#events.on('picture', options.onPicture);
+    if (options.onRole !== undefined) this.#events.on('role', options.onRole);
+    if (options.onDriver !== undefined) this.#events.on('driver', options.onDriver);
   }
 
   /** Makes a connection and connects it: `new PilotConnection(options).connect()`. */
@@ -179,13 +199,92 @@ export class PilotConnection {
     const state = this.#state;
     if (state.kind === 'denied') return { code: state.code, message: state.reason };
     const session = sessionOf(state);
-    if (session === undefined || session.role !== 'observer' || this.#helloScope !== 'drive')
-      return undefined;
+    const scope = this.#helloScope ?? this.#signalling()?.scope;
+    if (session === undefined || session.role !== 'observer' || scope !== 'drive') return undefined;
     return {
       code: 'driver-slot-held',
       message:
-        'someone else is driving this robot: you are watching as an observer; you can drive once the driver leaves and you connect again',
+        'someone else is driving this robot: you are watching as an observer; ask the driver for control, or drive once they leave and you connect again',
     };
+  }
+
+  /**
+   * Who holds the robot's driver slot, as svc-cloud last said over this session's signalling
+   * connection: `{sessionId, user: {id, name}, self}` (`self`: this session drives), `null` when
+   * nobody drives, `undefined` when not known (no signalling connection, or not heard yet).
+   */
+  get driver(): DriverSlot | null | undefined {
+    return this.#signalling()?.driver;
+  }
+
+  /**
+   * Whether the driver slot can change hands from this session now, and if not, why (the
+   * `handover` event tells each change). Handover needs the session connected through `signalUrl`
+   * with its signalling connection up and the robot connected to the cloud.
+   */
+  get handover(): HandoverAvailability {
+    return this.#handover;
+  }
+
+  /**
+   * The request for the slot waiting for this session's answer (this session drives), with the
+   * time left to answer, or `undefined`.
+   */
+  get controlRequest(): ControlRequest | undefined {
+    return this.#signalling()?.asked;
+  }
+
+  /**
+   * Asks the driver for the slot (`request-control`): the driver is prompted and answers;
+   * `control-pending` then `control-result` tell how it goes, and on a grant the robot makes this
+   * session the driver (`role`). Returns `false`, sending nothing, unless this session is connected
+   * and observes with a `drive` token and handover is available ({@link handover}).
+   */
+  requestControl(): boolean {
+    const signalling = this.#signallingFor('observer');
+    return signalling?.scope === 'drive' && signalling.requestControl();
+  }
+
+  /**
+   * Takes the slot over at once (`take-control`): svc-cloud allows it to an org admin or owner
+   * signed in as a user with a `drive` token, and answers anyone else with a `control-result`
+   * `denied` that says why. Returns `false`, sending nothing, on the same conditions as
+   * {@link requestControl}.
+   */
+  takeControl(): boolean {
+    const signalling = this.#signallingFor('observer');
+    return signalling?.scope === 'drive' && signalling.takeControl();
+  }
+
+  /**
+   * Answers the request for the slot waiting for this session (`control-request`): `grant` hands
+   * the slot over (this session then observes), otherwise the asker is refused. Returns `false`,
+   * sending nothing, unless this session drives, handover is available and request `requestId`
+   * still waits.
+   */
+  answerControl(requestId: string, grant: boolean): boolean {
+    return this.#signallingFor('driver')?.answerControl(requestId, grant) ?? false;
+  }
+
+  /**
+   * Gives the driver slot up (`release-control`): a waiting asker gets it, else it is free; this
+   * session then observes. Returns `false`, sending nothing, unless this session drives and
+   * handover is available.
+   */
+  releaseControl(): boolean {
+    return this.#signallingFor('driver')?.releaseControl() ?? false;
+  }
+
+  /** The signalling session of the connected attempt when this session has `role`. */
+  #signallingFor(role: ControlRole): SignalSession | undefined {
+    const state = this.#state;
+    if (state.kind !== 'connected' || state.session.role !== role) return undefined;
+    return state.attempt.signalling;
+  }
+
+  /** The current attempt's signalling session, if it has one. */
+  #signalling(): SignalSession | undefined {
+    return attemptOf(this.#state)?.signalling;
   }
 
   /**
@@ -357,15 +456,51 @@ export class PilotConnection {
     const name = publicState(next);
     const detail = this.#detail(next);
     this.#logger.debug({ from: from.kind, to: next.kind, detail }, 'pilot connection state');
-    if (name === this.#announced && detail === undefined) return;
+    if (name !== this.#announced || detail !== undefined) this.#emitState(name, detail);
+    this.#announceHandover();
+  }
+
+  #emitState(name: PilotConnectionState, detail: string | undefined): void {
     this.#announced = name;
     const refusal = this.refusal;
     if (refusal === undefined) this.#events.safeEmit('state', name, detail);
     else this.#events.safeEmit('state', name, detail, refusal);
   }
 
+  /** Whether handover is possible now: the connected session's signalling says. */
+  #handoverNow(): HandoverAvailability {
+    if (this.#offerSource.kind === 'once' || 'offer' in this.#options) {
+      return {
+        available: false,
+        reason: 'no-signalling',
+        message: 'this session was made without a signalling connection to the cloud, which carries handover',
+      };
+    }
+    const state = this.#state;
+    if (state.kind === 'connected' && state.attempt.signalling !== undefined)
+      return state.attempt.signalling.availability;
+    if (state.kind === 'closed' || state.kind === 'denied')
+      return { available: false, reason: 'closed', message: 'the session ended' };
+    return { available: false, reason: 'starting', message: 'the session is not connected' };
+  }
+
+  /** Tells the `handover` listeners when whether handover is possible changed. */
+  #announceHandover(): void {
+    const next = this.#handoverNow();
+    const before = this.#handover;
+    if (
+      before.available === next.available &&
+      (next.available || (!before.available && before.message === next.message))
+    )
+      return;
+    this.#handover = next;
+    this.#events.safeEmit('handover', next);
+  }
+
   /** Exit actions: whatever `from` holds that `next` does not is closed or cancelled. */
   #release(from: ConnectionState, next: ConnectionState): void {
+    const attempt = attemptOf(from);
+    if (attempt !== undefined && attempt !== attemptOf(next)) attempt.signalling?.close();
     switch (from.kind) {
       case 'idle':
       case 'offering':
@@ -479,18 +614,45 @@ export class PilotConnection {
   async #address(attempt: Attempt, token: string): Promise<RobotAddress | undefined> {
     const options = this.#options;
     if ('offer' in options) return options.offer;
-    const offer = await this.#requestOffer({
-      signalUrl: options.signalUrl,
-      robotId: options.robotId,
-      token,
-      clock: this.#clock,
-    });
+    const asked = { signalUrl: options.signalUrl, robotId: options.robotId, token, clock: this.#clock };
+    const source = this.#offerSource;
+    let offer: RobotOffer;
+    if (source.kind === 'once') offer = await source.request(asked);
+    else {
+      const signalling = source.open({ ...asked, logger: this.#logger, random: this.#random });
+      attempt.signalling = signalling;
+      this.#follow(attempt, signalling);
+      offer = await signalling.offer();
+    }
     if (!this.#holds(attempt, 'offering')) return this.#ignoreLate('an offer arrived');
     this.#offer = offer;
     this.#events.safeEmit('offer', offer);
     if (offer.urls.length > 0) return offer;
     this.#drop(`robot ${offer.robotId} announced no address it can be reached at`);
     return undefined;
+  }
+
+  /** Passes the signalling session's news on while `attempt` is the connection's. */
+  #follow(attempt: Attempt, signalling: SignalSession): void {
+    const current = () => attemptOf(this.#state) === attempt;
+    signalling.on('handover', () => {
+      if (current()) this.#announceHandover();
+    });
+    signalling.on('driver', (driver) => {
+      if (current()) this.#events.safeEmit('driver', driver);
+    });
+    signalling.on('control-request', (request) => {
+      if (current()) this.#events.safeEmit('control-request', request);
+    });
+    signalling.on('control-pending', (pending) => {
+      if (current()) this.#events.safeEmit('control-pending', pending);
+    });
+    signalling.on('control-result', (result) => {
+      if (current()) this.#events.safeEmit('control-result', result);
+    });
+    signalling.on('control-error', (message) => {
+      if (current()) this.#events.safeEmit('control-error', message);
+    });
   }
 
   async #token(): Promise<string> {
@@ -635,6 +797,9 @@ export class PilotConnection {
         this.#events.safeEmit('source', message.channel, message.state, message.reason);
         return;
       }
+      case 'role':
+        this.#roleChanged(state, message.role, message.reason);
+        return;
       case 'heartbeat':
         // Liveness: echoed at once from the reader, whatever timers a background tab throttles.
         link.send({ type: 'heartbeat', seq: message.seq });
@@ -650,6 +815,24 @@ export class PilotConnection {
       default:
         message satisfies never;
     }
+  }
+
+  /**
+   * svc-cloud moved the driver slot and the robot applied it (`role`): from now on this session's
+   * commands are sent only if it drives. The page hears a `role` event and, when connected, a
+   * `state` event whose detail says so.
+   */
+  #roleChanged(state: ConnectionState, role: ControlRole, reason: string | undefined): void {
+    const session = sessionOf(state);
+    if (session === undefined || session.role === role) return;
+    session.setRole(role);
+    this.#logger.info({ role, reason }, "the robot changed this session's role");
+    this.#events.safeEmit('role', role, reason);
+    if (state.kind === 'connected')
+      this.#emitState(
+        'connected',
+        `now ${role === 'driver' ? 'driving' : 'observing'}${reason === undefined ? '' : `: ${reason}`}`,
+      );
   }
 
   #welcome(from: Extract<ConnectionState, { kind: 'handshaking' }>, welcome: Welcome): void {

@@ -1,9 +1,19 @@
 import type { BackoffPolicy, Clock, Logger } from '@svc/runtime';
-import type { AssembledFrame, ControlMessage, ControlSourceState, Reassembler } from '@svc/wire';
-import type { RequestOfferOptions, RobotOffer } from '../signalling.js';
+import type { AssembledFrame, ControlMessage, ControlRole, ControlSourceState, Reassembler } from '@svc/wire';
 import type { PlayerPaintReport } from '../video/player.js';
 import type { VideoStatsSnapshot } from '../video/stats.js';
 import type { PilotRefusal } from './refusal.js';
+import type {
+  ControlPending,
+  ControlRequest,
+  ControlResult,
+  DriverSlot,
+  HandoverAvailability,
+  RequestOfferOptions,
+  RobotOffer,
+  SignalSession,
+  SignalSessionOptions,
+} from './signal-session.js';
 import type { PilotConnectionState } from './state.js';
 
 /** A pilot session token, or a function that gets a current one (called before every attempt). */
@@ -78,6 +88,30 @@ export interface PilotConnectionEvents {
    * `no-data` (reachable but sending nothing) or `offline` (cannot be read), with its reason.
    */
   source: (channel: number, state: ControlSourceState, reason: string | undefined) => void;
+  /**
+   * The robot changed this session's role mid-session (`role` on the control stream): svc-cloud
+   * moved the driver slot (a handover, a takeover, a release). From now on commands are sent only
+   * as `driver`. A `state` event (`connected`, with the change as detail) follows.
+   */
+  role: (role: ControlRole, reason: string | undefined) => void;
+  /** Who drives changed, as svc-cloud says (`null`: nobody; `self`: this session). */
+  driver: (driver: DriverSlot | null) => void;
+  /**
+   * Someone asks this session, the driver, for the slot: answer with
+   * `answerControl(request.requestId, grant)` within `request.expiresInMs`.
+   */
+  'control-request': (request: ControlRequest) => void;
+  /** This session's request (`requestControl`) waits for the driver's answer. */
+  'control-pending': (pending: ControlPending) => void;
+  /**
+   * A request this session made or was asked ended: `granted`, `refused`, `timeout`,
+   * `cancelled`, `taken` or `denied`, with the service's words of what happened and what to do.
+   */
+  'control-result': (result: ControlResult) => void;
+  /** svc-cloud refused a control message outright (`error`), in its words. */
+  'control-error': (message: string) => void;
+  /** Whether the driver slot can change hands from this session changed (`PilotConnection.handover`). */
+  handover: (availability: HandoverAvailability) => void;
 }
 
 /**
@@ -116,7 +150,15 @@ export interface PilotConnectionDependencies {
   readonly logger?: Logger;
   /** Opens WebTransport to a candidate (default the browser's `WebTransport`). */
   readonly createTransport?: TransportFactory;
-  /** Asks svc-cloud for an offer (default {@link requestOffer}). */
+  /**
+   * Opens the signalling session of an attempt (default a {@link SignalSession}): it asks for the
+   * offer and stays open for the session's life, for the driver news and handover.
+   */
+  readonly openSignalling?: (options: SignalSessionOptions) => SignalSession;
+  /**
+   * A one-shot offer source instead (for example `requestOffer`): the connection then has no
+   * signalling session, hears nothing of the driver slot, and cannot hand it over.
+   */
   readonly requestOffer?: (options: RequestOfferOptions) => Promise<RobotOffer>;
   /**
    * Where `pagehide` is listened for (default `globalThis` when it has `addEventListener`, as a
@@ -156,6 +198,10 @@ export type PilotConnectOptions = RobotAddressSource &
     readonly onSensor?: PilotConnectionEvents['sensor'];
     /** A `picture` listener added before the connection starts. */
     readonly onPicture?: PilotConnectionEvents['picture'];
+    /** A `role` listener added before the connection starts. */
+    readonly onRole?: PilotConnectionEvents['role'];
+    /** A `driver` listener added before the connection starts. */
+    readonly onDriver?: PilotConnectionEvents['driver'];
     /**
      * Hold the driver's commands while any video channel's picture is stale (default true): nobody
      * drives blind. The stop and dead-man commands (`always`) still go out.

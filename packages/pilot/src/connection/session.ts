@@ -122,7 +122,7 @@ export type DatagramOutcome = 'taken' | 'malformed' | 'unknown-channel';
 export class Session {
   /** The session id from `welcome`. */
   readonly id: string;
-  readonly role: ControlRole;
+  #role: ControlRole;
   /** The channels the robot announced. */
   readonly channels: readonly ControlChannel[];
   readonly #options: SessionOptions;
@@ -143,7 +143,7 @@ export class Session {
     this.#options = options;
     const { welcome } = options;
     this.id = welcome.session_id;
-    this.role = welcome.role;
+    this.#role = welcome.role;
     this.channels = welcome.channels;
     this.#lastHeardMs = options.clock.now();
     this.#lastCheckMs = this.#lastHeardMs;
@@ -190,6 +190,19 @@ export class Session {
       this.#timers.push(clock.setInterval(() => this.#checkRobot(heartbeatMs), heartbeatMs));
     }
     return Promise.all([...this.#playback.values()].map((p) => p.player.start())).then(() => undefined);
+  }
+
+  /**
+   * This session's role: from `welcome`, then from each `role` line (svc-cloud moved the driver
+   * slot). Only a driver's commands are sent.
+   */
+  get role(): ControlRole {
+    return this.#role;
+  }
+
+  /** The robot changed this session's role (`role` on the control stream). */
+  setRole(role: ControlRole): void {
+    this.#role = role;
   }
 
   /** A control line came from the robot: it is alive. */

@@ -3,6 +3,7 @@ import type { Link } from './link.js';
 import type { RobotAddress } from './options.js';
 import type { PilotRefusalCode } from './refusal.js';
 import type { Session } from './session.js';
+import type { SignalSession } from './signal-session.js';
 
 /**
  * Where a {@link PilotConnection} is, as pages see it: `idle` until `connect()`, `connecting` on
@@ -17,6 +18,11 @@ export type PilotConnectionState = 'idle' | 'connecting' | 'connected' | 'reconn
 export interface Attempt {
   /** 1 for the first attempt since `connect()`. */
   readonly number: number;
+  /**
+   * The signalling session that made this attempt's offer, kept open for the session's life
+   * (driver news and handover); closed when the attempt ends.
+   */
+  signalling?: SignalSession;
 }
 
 /**

@@ -43,6 +43,11 @@ export type { PictureState } from './sdk.js';
 export {
   SVC_PILOT_TAG,
   type SvcCommandDetail,
+  type SvcControlPendingDetail,
+  type SvcControlRequestDetail,
+  type SvcControlResultDetail,
+  type SvcDriverDetail,
+  type SvcHandoverDetail,
   SvcPilotElement,
   type SvcRefusalDetail,
   type SvcRoleDetail,

@@ -11,6 +11,20 @@ button, select { font: inherit; }
 .bar .spacer { flex: 1; }
 .stop { background: #c62828; color: #fff; border: 0; border-radius: 0.4rem; padding: 0.35rem 1.2rem; font-weight: 700; cursor: pointer; }
 .stop:disabled { background: #5a2a2a; color: #bbb; cursor: default; }
+.bar .driving { color: #e6e9ef; }
+.bar [hidden], .prompt[hidden], .control-notice[hidden] { display: none; }
+.handover-action { background: #2a3342; color: #e6e9ef; border: 1px solid #3d4a60; border-radius: 0.4rem; padding: 0.3rem 0.8rem; cursor: pointer; }
+.handover-action:disabled { color: #7d8594; cursor: default; }
+.handover-state:empty { display: none; }
+.handover-state { margin: 0 0.8rem 0.5rem; color: #d4a72c; font-size: 0.9em; }
+.prompt { display: flex; flex-wrap: wrap; gap: 0.6rem; align-items: center; margin: 0 0.8rem 0.5rem; padding: 0.6rem 0.8rem; border-radius: 0.4rem; background: #1d2a3a; border: 1px solid #4c8dd6; }
+.prompt .time-left { color: #aab2c0; }
+.prompt button { border: 0; border-radius: 0.4rem; padding: 0.3rem 1rem; cursor: pointer; font-weight: 600; }
+.prompt .grant { background: #2e7d32; color: #fff; }
+.prompt .refuse { background: #5a2a2a; color: #fff; }
+.control-notice { margin: 0 0.8rem 0.5rem; padding: 0.4rem 0.8rem; border-radius: 0.4rem; background: #161a23; border: 1px solid #2a2f3a; }
+.control-notice[data-kind="granted"], .control-notice[data-kind="taken"] { border-color: #2e7d32; }
+.control-notice[data-kind="refused"], .control-notice[data-kind="denied"], .control-notice[data-kind="timeout"], .control-notice[data-kind="error"] { border-color: #d4a72c; }
 .refusal { margin: 0 0.8rem 0.5rem; padding: 0.6rem 0.8rem; border-radius: 0.4rem; background: #3a1d1d; border: 1px solid #e5484d; }
 .refusal[data-final="false"] { background: #33301b; border-color: #d4a72c; }
 .refusal[hidden] { display: none; }

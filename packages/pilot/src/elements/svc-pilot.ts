@@ -2,12 +2,20 @@ import { systemClock } from '@svc/runtime';
 import type { ControlChannel, ControlRole } from '@svc/wire';
 import { PilotConnection } from '../connection/connection.js';
 import type { PilotToken, QosProfileName } from '../connection/options.js';
+import type {
+  ControlPending,
+  ControlRequest,
+  ControlResult,
+  DriverSlot,
+  HandoverAvailability,
+} from '../connection/signal-session.js';
+import { isOfferError, type RobotOffer, SignalSession } from '../connection/signal-session.js';
 import type { PilotConnectionState } from '../connection/state.js';
-import { isOfferError, type RobotOffer, requestOffer } from '../signalling.js';
 import { CHART_CSS, StatsCharts } from './charts.js';
 import { type Command, encodeCommand, type GamepadLike } from './command.js';
 import { DriveControls } from './controls.js';
 import { formatMs, formatRate } from './format.js';
+import { HandoverView, personName } from './handover.js';
 import { History, hudItems, RateTracker } from './hud.js';
 import { type Refusal, refusal, refusalCodeOfConnection, refusalCodeOfOffer } from './refusal.js';
 import { fecKernel, pictureAgeOf, sendCommand } from './sdk.js';
@@ -34,9 +42,32 @@ export interface SvcStateDetail {
 /** `detail` of the `svc-role` event: this session's role and who drives. */
 export interface SvcRoleDetail {
   readonly role: ControlRole | undefined;
-  /** `you`, `someone else`, or `undefined` when not known. */
-  readonly driver: 'you' | 'someone else' | undefined;
+  /**
+   * Who drives, as shown: `you`, the driver's name (or id), `nobody`, `someone else` (a `drive`
+   * session admitted as an observer, before the cloud said who), or `undefined` when not known.
+   */
+  readonly driver: string | undefined;
 }
+
+/** `detail` of the `svc-driver` event: who holds the driver slot (`null`: nobody). */
+export type SvcDriverDetail = DriverSlot | null;
+
+/** `detail` of the `svc-control-request` event: someone asks this session, the driver, for the slot. */
+export type SvcControlRequestDetail = ControlRequest;
+
+/** `detail` of the `svc-control-pending` event: this session's request waits for the driver. */
+export type SvcControlPendingDetail = ControlPending;
+
+/**
+ * `detail` of the `svc-control-result` event: how a request ended (`outcome`, and the service's
+ * words in `message`), or `outcome: 'error'` when the service refused a control message outright.
+ */
+export type SvcControlResultDetail =
+  | ControlResult
+  | { readonly requestId: undefined; readonly outcome: 'error'; readonly message: string };
+
+/** `detail` of the `svc-handover` event: whether the driver slot can change hands from this page. */
+export type SvcHandoverDetail = HandoverAvailability;
 
 /** `detail` of the `svc-stale` event. */
 export interface SvcStaleDetail {
@@ -63,19 +94,25 @@ export type SvcRefusalDetail = Refusal | undefined;
  * ABR reason, path, role, who drives, FEC kernel) that turns red while the picture is frozen, a
  * stats panel with the last minute of picture age, bitrate and loss, a sensor panel, the drive
  * controls (keyboard, gamepad, stop button; `docs/protocol/commands.md`), a QoS profile switch and
- * a message for every refusal that says what to do.
+ * a message for every refusal that says what to do. Who drives is shown ("Driving: you" or the
+ * driver's name); through svc-cloud's signalling an observer with a `drive` token may request control
+ * (the driver gets a prompt with Grant / Refuse and the time left) or take it over (an org admin or
+ * owner; anyone else is shown the service's refusal), the driver may release it, and every outcome
+ * is shown as a short line.
  *
  * Attributes: `robot`, `token` (or the `token` property, which also takes a function, for example
  * `() => fetchSessionToken(…)`), `signal-url`
  * (default `ws[s]://<this host>/ws`), `scope` (`drive` or `observe`: what the token asks for),
  * `layout` (`single` or `grid`), `keyboard` (`off` to ignore the keys), `command-channel` (default
  * the robot's first). Events (bubbling, composed; see `docs/pilot.md`): `svc-state`, `svc-role`,
- * `svc-stale`, `svc-refusal`, `svc-command`, `svc-picture`, `svc-source`.
+ * `svc-stale`, `svc-refusal`, `svc-command`, `svc-picture`, `svc-source`, `svc-driver`,
+ * `svc-handover`, `svc-control-request`, `svc-control-pending`, `svc-control-result`.
  */
 export class SvcPilotElement extends HTMLElement {
   static readonly observedAttributes = ['robot', 'token', 'signal-url', 'layout', 'scope'];
   readonly #root: ShadowRoot;
   readonly #parts: Parts;
+  readonly #handover: HandoverView;
   readonly #controls: DriveControls;
   readonly #sensors = new SensorBoard();
   readonly #rates = new RateTracker();
@@ -105,7 +142,13 @@ export class SvcPilotElement extends HTMLElement {
   constructor() {
     super();
     this.#root = this.attachShadow({ mode: 'open' });
-    this.#parts = buildParts(this.#root);
+    this.#handover = new HandoverView(this.ownerDocument, {
+      request: () => this.requestControl(),
+      take: () => this.takeControl(),
+      release: () => this.releaseControl(),
+      answer: (grant) => this.#answer(grant),
+    });
+    this.#parts = buildParts(this.#root, this.#handover);
     this.#controls = new DriveControls({
       clock: systemClock,
       send: (command, { always }) => this.#send(command, always),
@@ -153,6 +196,51 @@ export class SvcPilotElement extends HTMLElement {
   /** Sends a stop command at once (as the stop button does). */
   stop(): void {
     this.#controls.stop();
+  }
+
+  /**
+   * Asks the driver for control (the "Request control" button); `false` when it cannot be asked
+   * now (see `PilotConnection.requestControl`).
+   */
+  requestControl(): boolean {
+    const asked = this.#connection?.requestControl() ?? false;
+    if (asked) this.#say('Asking the driver for control…', 'pending');
+    return asked;
+  }
+
+  /**
+   * Takes control over at once (the "Take control" button): svc-cloud allows it to an org admin or
+   * owner and answers anyone else with a refusal that is shown. `false` when it cannot be sent.
+   */
+  takeControl(): boolean {
+    const sent = this.#connection?.takeControl() ?? false;
+    if (sent) this.#say('Taking control…', 'pending');
+    return sent;
+  }
+
+  /** Gives control up (the "Release control" button); `false` when this page does not drive. */
+  releaseControl(): boolean {
+    const sent = this.#connection?.releaseControl() ?? false;
+    if (sent) this.#say('You released control.', 'released');
+    return sent;
+  }
+
+  /** Answers the request shown in the prompt. */
+  #answer(grant: boolean): void {
+    const connection = this.#connection;
+    const request = connection?.controlRequest;
+    if (connection === undefined || request === undefined) {
+      this.#updateHandover();
+      return;
+    }
+    if (connection.answerControl(request.requestId, grant))
+      this.#say(
+        grant
+          ? `You handed control to ${personName(request.user)}.`
+          : `You refused ${personName(request.user)}'s request.`,
+        grant ? 'granted' : 'refused',
+      );
+    this.#updateHandover();
   }
 
   connectedCallback(): void {
@@ -212,13 +300,15 @@ export class SvcPilotElement extends HTMLElement {
       robotId,
       token,
       container: this.#parts.dock,
-      requestOffer: (options) =>
-        requestOffer(options).catch((err: unknown) => {
+      openSignalling: (options) => {
+        const signalling = new SignalSession(options);
+        signalling.offer().catch((err: unknown) => {
           const code = isOfferError(err) ? refusalCodeOfOffer(err.code) : undefined;
-          if (code !== undefined)
+          if (code !== undefined && connection === this.#connection)
             this.#setRefusal(refusal(code, err instanceof Error ? err.message : undefined));
-          throw err;
-        }),
+        });
+        return signalling;
+      },
     });
     this.#connection = connection;
     this.#stopListening = [
@@ -230,6 +320,35 @@ export class SvcPilotElement extends HTMLElement {
         this.#sensors.record(channel, name, bytes, performance.now()),
       ),
       connection.on('paint', (channel, report) => this.#lastAge.set(channel, pictureAgeOf(report))),
+      connection.on('driver', (driver) => {
+        this.#showDriver();
+        this.#emit<SvcDriverDetail>('svc-driver', driver);
+      }),
+      connection.on('handover', (availability) => {
+        this.#updateHandover();
+        this.#emit<SvcHandoverDetail>('svc-handover', availability);
+      }),
+      connection.on('control-request', (request) => {
+        this.#updateHandover();
+        this.#emit<SvcControlRequestDetail>('svc-control-request', request);
+      }),
+      connection.on('control-pending', (pending) => {
+        this.#say(`Waiting for ${personName(pending.driver)} to answer`, 'pending', pending.expiresInMs);
+        this.#emit<SvcControlPendingDetail>('svc-control-pending', pending);
+      }),
+      connection.on('control-result', (result) => {
+        this.#say(result.message, result.outcome);
+        this.#updateHandover();
+        this.#emit<SvcControlResultDetail>('svc-control-result', result);
+      }),
+      connection.on('control-error', (message) => {
+        this.#say(message, 'error');
+        this.#emit<SvcControlResultDetail>('svc-control-result', {
+          requestId: undefined,
+          outcome: 'error',
+          message,
+        });
+      }),
     ];
     connection.connect();
   }
@@ -250,6 +369,9 @@ export class SvcPilotElement extends HTMLElement {
     this.#lastAge.clear();
     this.#stale.clear();
     this.removeAttribute('stale');
+    this.#handover.clear();
+    this.#showDriver();
+    this.#updateHandover();
   }
 
   #stateChanged(connection: PilotConnection, state: PilotConnectionState, detail: string | undefined): void {
@@ -300,6 +422,8 @@ export class SvcPilotElement extends HTMLElement {
   }
 
   #setRole(role: ControlRole | undefined): void {
+    this.#showDriver();
+    this.#updateHandover();
     if (role === this.#role) return;
     this.#role = role;
     this.#parts.stop.disabled = role !== 'driver';
@@ -312,9 +436,35 @@ export class SvcPilotElement extends HTMLElement {
   }
 
   #driver(): SvcRoleDetail['driver'] {
+    const slot = this.#connection?.driver;
+    if (slot === null) return 'nobody';
+    if (slot !== undefined) return slot.self ? 'you' : personName(slot.user);
     if (this.#role === 'driver') return 'you';
     if (this.#role === 'observer' && this.#requestedScope() === 'drive') return 'someone else';
     return undefined;
+  }
+
+  /** The bar's "Driving: …". */
+  #showDriver(): void {
+    const driver = this.#driver();
+    this.#parts.driving.textContent = driver === undefined ? '' : `Driving: ${driver}`;
+    this.#parts.driving.hidden = driver === undefined;
+  }
+
+  /** The handover buttons, the prompt and the notice, as the connection stands now. */
+  #updateHandover(): void {
+    const connection = this.#connection;
+    const mayAsk =
+      connection?.state === 'connected' &&
+      connection.role === 'observer' &&
+      this.#requestedScope() === 'drive';
+    this.#handover.render(connection, mayAsk);
+  }
+
+  /** Shows one short line of what happened to a control request. */
+  #say(text: string, kind: string, expiresInMs?: number): void {
+    this.#handover.say(text, kind, expiresInMs);
+    this.#updateHandover();
   }
 
   #setRefusal(shown: Refusal | undefined): void {
@@ -442,6 +592,7 @@ export class SvcPilotElement extends HTMLElement {
   #tick(): void {
     const connection = this.#connection;
     if (connection === undefined) return;
+    this.#updateHandover();
     const now = performance.now();
     const stats = connection.stats();
     const rates = this.#rates.update(stats, now);
@@ -504,6 +655,7 @@ interface Parts {
   readonly sideBySide: HTMLInputElement;
   readonly profile: HTMLSelectElement;
   readonly stop: HTMLButtonElement;
+  readonly driving: HTMLElement;
   readonly refusal: HTMLElement;
   readonly refusalTitle: HTMLElement;
   readonly refusalAction: HTMLElement;
@@ -516,7 +668,7 @@ interface Parts {
   readonly dock: HTMLElement;
 }
 
-function buildParts(root: ShadowRoot): Parts {
+function buildParts(root: ShadowRoot, handover: HandoverView): Parts {
   const document = root.ownerDocument;
   const make = <K extends keyof HTMLElementTagNameMap>(
     tag: K,
@@ -548,14 +700,20 @@ function buildParts(root: ShadowRoot): Parts {
     { type: 'button', 'aria-label': 'Stop the robot' },
   );
   stop.disabled = true;
+  const driving = make('span', { className: 'driving' });
+  driving.hidden = true;
   const bar = make('div', { className: 'bar' });
   bar.append(
     robot,
     state,
+    driving,
     labelled('Camera', camera),
     labelled('Side by side', sideBySide),
     labelled('Profile', profile),
     make('span', { className: 'spacer' }),
+    handover.request,
+    handover.take,
+    handover.release,
     stop,
   );
   const refusalTitle = make('strong');
@@ -576,7 +734,7 @@ function buildParts(root: ShadowRoot): Parts {
   const main = make('div', { className: 'main' });
   main.append(videos, side);
   const dock = make('div', { className: 'dock' }, { 'aria-hidden': 'true' });
-  root.append(style, bar, refusal, main, dock);
+  root.append(style, bar, handover.reason, handover.prompt, handover.notice, refusal, main, dock);
   return {
     robot,
     state,
@@ -584,6 +742,7 @@ function buildParts(root: ShadowRoot): Parts {
     sideBySide,
     profile,
     stop,
+    driving,
     refusal,
     refusalTitle,
     refusalAction,

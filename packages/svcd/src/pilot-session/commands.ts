@@ -23,6 +23,8 @@ export interface SessionCommandsOptions {
   /** `[agent] command_timeout_ms`: with `onDriverIdle`, a driver's watchdog. */
   readonly commandTimeoutMs: number | undefined;
   readonly onDriverIdle: ((sessionId: string, idleMs: number) => void) | undefined;
+  /** A command was written (the session tells its current watchdog, whichever role it has now). */
+  readonly onWritten: () => void;
 }
 
 /** A session's inboxes by command channel id, and its watchdog (a driver on a robot with commands). */
@@ -33,34 +35,38 @@ export interface SessionCommands {
 
 /** Builds a welcomed session's inboxes and, for a driver, its command watchdog. */
 export function sessionCommands(options: SessionCommandsOptions): SessionCommands {
-  const { open, commands, clock, logger, onDriverIdle, commandTimeoutMs } = options;
-  const watchdog =
-    open.role === 'driver' &&
-    commands.length > 0 &&
-    onDriverIdle !== undefined &&
-    commandTimeoutMs !== undefined
-      ? new CommandWatchdog({
-          timeoutMs: commandTimeoutMs,
-          clock,
-          onIdle: (idleMs) => {
-            logger.info(
-              { session: options.transportId, session_id: open.sessionId, idleMs },
-              'the driver sends no commands',
-            );
-            safeCall(logger, 'onDriverIdle', () => onDriverIdle(open.sessionId, idleMs));
-          },
-        })
-      : undefined;
+  const watchdog = driverWatchdog(options);
   const inboxes = new Map<number, CommandInbox>();
-  for (const command of commands) {
+  for (const command of options.commands) {
     inboxes.set(
       command.config.id,
       command.inbox({
-        role: open.role,
+        role: options.open.role,
         maxCommandAgeMs: options.maxCommandAgeMs ?? DEFAULT_MAX_COMMAND_AGE_MS,
-        ...(watchdog !== undefined && { onWritten: () => watchdog.commandWritten() }),
+        onWritten: options.onWritten,
       }),
     );
   }
   return { inboxes, watchdog };
+}
+
+/**
+ * The command watchdog of a session that drives on a robot with command channels (and a
+ * `command_timeout_ms` with someone to tell); `undefined` otherwise.
+ */
+export function driverWatchdog(options: SessionCommandsOptions): CommandWatchdog | undefined {
+  const { open, commands, clock, logger, onDriverIdle, commandTimeoutMs } = options;
+  if (open.role !== 'driver' || commands.length === 0 || onDriverIdle === undefined) return undefined;
+  if (commandTimeoutMs === undefined) return undefined;
+  return new CommandWatchdog({
+    timeoutMs: commandTimeoutMs,
+    clock,
+    onIdle: (idleMs) => {
+      logger.info(
+        { session: options.transportId, session_id: open.sessionId, idleMs },
+        'the driver sends no commands',
+      );
+      safeCall(logger, 'onDriverIdle', () => onDriverIdle(open.sessionId, idleMs));
+    },
+  });
 }

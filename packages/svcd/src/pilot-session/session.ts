@@ -24,7 +24,7 @@ import type {
   SessionRegistry,
 } from '../session-registry.js';
 import type { VideoChannel, VideoSourceStatus } from '../video-channel.js';
-import { sessionCommands } from './commands.js';
+import { driverWatchdog, type SessionCommandsOptions, sessionCommands } from './commands.js';
 import { endMessage, welcomeFor } from './control.js';
 import { HEARTBEAT_MS, PILOT_SILENCE_MS, silentFor } from './liveness.js';
 import { PILOT_SESSION_MOVES, type PilotSessionState } from './state.js';
@@ -448,6 +448,7 @@ export class PilotSession implements SessionQosProbe {
       sessionId,
       grant,
       close: (reason) => this.#revoked(reason),
+      roleChanged: (open, reason) => this.#roleChanged(open, reason),
     });
     if (!admission.ok) {
       this.#deny(admission.reason);
@@ -532,16 +533,7 @@ export class PilotSession implements SessionQosProbe {
       },
       'pilot session welcomed',
     );
-    const { inboxes, watchdog } = sessionCommands({
-      open,
-      commands,
-      clock: this.#clock,
-      logger,
-      transportId: this.#session.id,
-      maxCommandAgeMs: this.#options.maxCommandAgeMs,
-      commandTimeoutMs: this.#options.commandTimeoutMs,
-      onDriverIdle: this.#options.onDriverIdle,
-    });
+    const { inboxes, watchdog } = sessionCommands(this.#commandOptions(open));
     const now = this.#clock.now();
     const video = new VideoSend({
       session: this.#session,
@@ -596,6 +588,45 @@ export class PilotSession implements SessionQosProbe {
       state: status.state,
       ...(status.reason !== undefined && { reason: status.reason.slice(0, 512) }),
     });
+  }
+
+  /** What the session's command side is built from, for the role of `open`. */
+  #commandOptions(open: OpenSession): SessionCommandsOptions {
+    return {
+      open,
+      commands: this.#options.commands ?? [],
+      clock: this.#clock,
+      logger: this.#options.logger,
+      transportId: this.#session.id,
+      maxCommandAgeMs: this.#options.maxCommandAgeMs,
+      commandTimeoutMs: this.#options.commandTimeoutMs,
+      onDriverIdle: this.#options.onDriverIdle,
+      onWritten: () => {
+        if (this.#state.kind === 'active') this.#state.watchdog?.commandWritten();
+      },
+    };
+  }
+
+  /**
+   * svc-cloud moved the driver slot: from now on this session's commands are written (driver) or
+   * dropped (observer), counters and command order carried on, and the pilot hears of it with
+   * `role`.
+   */
+  #roleChanged(open: OpenSession, reason: string): void {
+    const state = this.#state;
+    if (state.kind !== 'active') {
+      this.#datagramStats.late_events++;
+      return;
+    }
+    state.open = open;
+    for (const inbox of state.inboxes.values()) inbox.role = open.role;
+    state.watchdog?.stop();
+    state.watchdog = driverWatchdog(this.#commandOptions(open));
+    this.#options.logger.info(
+      { session: this.#session.id, session_id: open.sessionId, role: open.role, reason },
+      'the session changed role',
+    );
+    this.#send({ type: 'role', role: open.role, reason: reason.slice(0, 256) });
   }
 
   #recoveryNeeded(channelId: number, reason: 'join' | 'pilot-request'): void {

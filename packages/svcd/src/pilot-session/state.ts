@@ -25,20 +25,23 @@ export type PilotSessionState =
   | { readonly kind: 'authorizing' }
   | {
       readonly kind: 'active';
-      /** The session as the registry admitted it (role, id). */
-      readonly open: OpenSession;
+      /** The session as the registry admitted it (role, id); replaced when svc-cloud moves the slot. */
+      open: OpenSession;
       /** The token's claims. */
       readonly grant: AcceptedGrant;
       readonly video: VideoSend;
-      /** This session's command reassembly, by command channel id. */
+      /** This session's command reassembly, by command channel id (each follows the role). */
       readonly inboxes: ReadonlyMap<number, CommandInbox>;
       /** Undoes every subscription (video, sensors, rate controllers). */
       readonly unsubscribe: (() => void)[];
       readonly statsTimer: TimerHandle;
       /** The heartbeat the robot sends, and when the pilot was last heard. */
       readonly liveness: Liveness;
-      /** Reports a driver that sends no commands (only a driver, on a robot with command channels). */
-      readonly watchdog: CommandWatchdog | undefined;
+      /**
+       * Reports a driver that sends no commands (only a driver, on a robot with command channels);
+       * started or stopped when the role changes.
+       */
+      watchdog: CommandWatchdog | undefined;
     }
   | {
       readonly kind: 'closing';
