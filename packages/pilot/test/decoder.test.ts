@@ -304,18 +304,19 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     expect(t.requests.length).toBe(requestsBefore);
   });
 
-  it('drops deltas until the next keyframe when the decoder queue is over its bound', async () => {
+  it('drops deltas until the next keyframe when more than maxDecodeQueue chunks spanning over 300 ms of video wait in the decoder', async () => {
     const t = setup();
     await t.decoder.start();
-    t.decoder.handleFrame(frame(0, 10));
+    t.decoder.handleFrame(frame(0, 20));
     t.current().output(t.current().chunks[0]!.timestamp); // running: the bound applies
     t.current().decodeQueueSize = 4;
-    for (let i = 1; i < 10; i++) t.decoder.handleFrame(frame(i, 10));
-    t.decoder.handleFrame(frame(10, 10)); // keyframes always go in
+    // Nothing comes out: frames 1..10 wait (297 ms of video), frame 11 would make it 330 ms.
+    for (let i = 1; i < 20; i++) t.decoder.handleFrame(frame(i, 20));
+    t.decoder.handleFrame(frame(20, 20)); // keyframes always go in
     t.current().decodeQueueSize = 0;
-    t.decoder.handleFrame(frame(11, 10));
+    t.decoder.handleFrame(frame(21, 20));
     expect(t.requests).toEqual(['backpressure']);
-    expect(t.decodedIds()).toEqual([0, 10, 11]);
+    expect(t.decodedIds()).toEqual([...Array.from({ length: 11 }, (_, i) => i), 20, 21]);
     expect(t.decoder.stats.snapshot()).toMatchObject({ dropped: 9, skippedBehind: 9, waitingForKeyframe: 0 });
   });
 
@@ -327,20 +328,63 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     expect(t.frames[0]!.meta.captureClockUs).toBe(4_000_000_123);
   });
 
-  it('catches up when the decoder falls behind: a frame with newer ones still decoding is decoded, not handed over, and counted', async () => {
+  it('catches up when the decoder is truly behind: a frame with newer chunks more than the ceiling past it still decoding is decoded, not handed over, and counted', async () => {
     const t = setup();
     await t.decoder.start();
     t.decoder.handleFrame(frame(0));
     const d = t.current();
     d.output(d.chunks[0]!.timestamp); // caught up since its start
-    // A slow decode: frames 1-4 all wait in the decoder (within its bound of 3 queued by the browser).
-    for (let i = 1; i <= 4; i++) t.decoder.handleFrame(frame(i));
+    // A decoder stall: frames 1-6 (166 ms of video) all wait in it, then come out together.
+    for (let i = 1; i <= 6; i++) t.decoder.handleFrame(frame(i));
     for (const chunk of d.chunks.slice(1)) d.output(chunk.timestamp);
-    // Frames 1 and 2 came out with 3 and 2 newer ones still decoding: not shown. 3 and 4 are.
-    expect(t.frames.map((f) => f.meta.frameId)).toEqual([0, 3, 4]);
-    expect(t.decoder.stats.snapshot()).toMatchObject({ decoded: 5, skippedBehind: 2, dropped: 2 });
+    // Frames 1 and 2 came out with frame 6, 165 and 132 ms newer, still decoding: more than the
+    // 100 ms ceiling (the default), so they would only be replaced before anyone saw them. From
+    // frame 3 on the rest is within the ceiling and shown, oldest first.
+    expect(t.frames.map((f) => f.meta.frameId)).toEqual([0, 3, 4, 5, 6]);
+    expect(t.decoder.stats.snapshot()).toMatchObject({ decoded: 7, skippedBehind: 2, dropped: 2 });
     // Nothing was skipped before decoding: no keyframe is needed for that.
     expect(t.requests).toEqual([]);
+    // Another ceiling (the profile changed) applies from the next output on.
+    t.decoder.setCatchUpAfter(40);
+    for (let i = 7; i <= 9; i++) t.decoder.handleFrame(frame(i));
+    for (const chunk of d.chunks.slice(7)) d.output(chunk.timestamp);
+    expect(t.frames.map((f) => f.meta.frameId).slice(5)).toEqual([8, 9]);
+    expect(() => t.decoder.setCatchUpAfter(-1)).toThrow(TypeError);
+  });
+
+  it('a queue of two or three frames in the decoder is normal, not behind: every frame is handed over', async () => {
+    const t = setup();
+    await t.decoder.start();
+    const d = () => t.current();
+    // A slow machine: frames arrive in threes (a burst repaired by parity, a late timer) and the
+    // decoder gives each out only after the next ones were handed in.
+    t.decoder.handleFrame(frame(0));
+    d().output(d().chunks[0]!.timestamp);
+    for (let i = 1; i < 91; i += 3) {
+      for (let j = i; j < i + 3; j++) t.decoder.handleFrame(frame(j));
+      for (let j = i; j < i + 3; j++) d().output(d().chunks[j]!.timestamp);
+    }
+    expect(t.frames).toHaveLength(91);
+    expect(t.decoder.stats.snapshot()).toMatchObject({ decoded: 91, skippedBehind: 0, dropped: 0 });
+  });
+
+  it('a chunk the decoder gives no picture for (a delta whose reference was lost) does not make the frames after it look behind', async () => {
+    const t = setup();
+    await t.decoder.start();
+    t.decoder.handleFrame(frame(0));
+    const d = t.current();
+    d.output(d.chunks[0]!.timestamp);
+    // Frames 1 and 2 go in and never come out (the browser's decoder swallows them).
+    t.decoder.handleFrame(frame(1));
+    t.decoder.handleFrame(frame(2));
+    // Every later frame comes out as soon as it is handed in.
+    for (let i = 3; i < 60; i++) {
+      t.decoder.handleFrame(frame(i));
+      d.output(d.chunks.at(-1)!.timestamp);
+    }
+    expect(t.frames.map((f) => f.meta.frameId)).toEqual([0, ...Array.from({ length: 57 }, (_, k) => k + 3)]);
+    // The two swallowed frames are accounted for, not as skipped to catch up.
+    expect(t.decoder.stats.snapshot()).toMatchObject({ decoded: 58, skippedBehind: 0, dropped: 2 });
   });
 
   it('a decoder that has not caught up since its start is starting, not behind: deltas wait for it up to a second of video', async () => {
@@ -369,17 +413,45 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     expect(t.decodedIds()).toHaveLength(40);
   });
 
-  it('once caught up, more than maxDecodeQueue waiting chunks are falling behind', async () => {
+  it('a replay at join and the live frames that queued behind it are all handed over, none skipped to catch up or dropped for backpressure', async () => {
+    const t = setup();
+    t.decoder.catchUp(29);
+    await t.decoder.start();
+    // The robot's replay (keyframe 0, deltas 1..29) in a burst, and live frames 30..39 that arrive
+    // while the decoder works through it (a slow machine: 330 ms of video behind).
+    for (let i = 0; i < 40; i++) t.decoder.handleFrame(frame(i, 300));
+    const d = t.current();
+    d.decodeQueueSize = 10;
+    for (const chunk of d.chunks.slice(0, 30)) d.output(chunk.timestamp);
+    // The replay is out; the live frames behind it come out one by one while more arrive, the
+    // queue shrinking through 4 and 3.
+    for (let i = 40; i < 50; i++) {
+      d.decodeQueueSize = Math.max(2, 10 - (i - 40));
+      t.decoder.handleFrame(frame(i, 300));
+      d.output(d.chunks[i - 10]!.timestamp);
+    }
+    for (const chunk of d.chunks.slice(40)) d.output(chunk.timestamp);
+    expect(t.requests).toEqual([]);
+    expect(t.frames.filter((f) => !f.meta.replayed).map((f) => f.meta.frameId)).toEqual(
+      Array.from({ length: 21 }, (_, k) => k + 29),
+    );
+    expect(t.decoder.stats.snapshot()).toMatchObject({ decoded: 50, skippedBehind: 0, dropped: 0 });
+  });
+
+  it('once caught up, a decoder stall on a loaded machine (five chunks waiting, 165 ms of video) is not falling behind: no GOP is dropped', async () => {
     const t = setup();
     await t.decoder.start();
     t.decoder.handleFrame(frame(0, 300));
     const d = t.current();
-    d.decodeQueueSize = 2;
-    d.output(d.chunks[0]!.timestamp); // 2 waiting at this output: caught up
-    d.decodeQueueSize = 4;
-    t.decoder.handleFrame(frame(1, 300));
+    d.output(d.chunks[0]!.timestamp); // caught up
+    d.decodeQueueSize = 5;
+    for (let i = 1; i <= 6; i++) t.decoder.handleFrame(frame(i, 300));
+    expect(t.requests).toEqual([]);
+    expect(t.decodedIds()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    // Past 300 ms of video waiting, with more than three chunks, it is behind.
+    for (let i = 7; i <= 12; i++) t.decoder.handleFrame(frame(i, 300));
     expect(t.requests).toEqual(['backpressure']);
-    expect(t.decodedIds()).toEqual([0]);
+    expect(t.decodedIds()).toHaveLength(11);
   });
 
   it('a replay at join: frames that come during the codec check are held, all are decoded despite the queue, only the last is marked to paint', async () => {
@@ -407,7 +479,7 @@ describe('VideoChannelDecoder (WebCodecs stubbed)', () => {
     expect(t.requests).toEqual([]);
     // Once the replay is out, a decoder that is really behind drops deltas again.
     d.decodeQueueSize = 4;
-    t.decoder.handleFrame(frame(6));
+    for (let i = 6; i < 20; i++) t.decoder.handleFrame(frame(i));
     expect(t.requests).toEqual(['backpressure']);
     expect(() => t.decoder.catchUp(70_000)).toThrow(TypeError);
   });

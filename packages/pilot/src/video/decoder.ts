@@ -87,19 +87,27 @@ export interface VideoChannelDecoderOptions {
   /** Counters go here (default: a private instance). */
   readonly stats?: VideoStats;
   /**
-   * Deltas are dropped while more than this many chunks wait in the decoder (default 3), once it
-   * has caught up after its start; before that, {@link STARTUP_DECODE_QUEUE}. Even decoding is
-   * then behind: the rest of the GOP is skipped and a keyframe asked for.
+   * Deltas are dropped while more than this many chunks wait in the decoder (default 3) and they
+   * span more than {@link FALLING_BEHIND_MS} of video, once it has caught up after its start;
+   * before that, more than {@link STARTUP_DECODE_QUEUE}. Even decoding is then behind: the rest of
+   * the GOP is skipped and a keyframe asked for. A decoder that stalls for a moment on a loaded
+   * machine (a few chunks waiting, then decoded at once) is not behind: passing over its late
+   * outputs ({@link catchUpAfterMs}) is enough, and costs no GOP.
    */
   readonly maxDecodeQueue?: number;
   /**
-   * A frame that comes out of the decoder while more than this many newer chunks are still in it
-   * (default 1) is decoded and not handed over: the decoder is behind and the newest frame is the
-   * one to show (counted `skippedBehind`). Applies once the decoder has caught up after its start
-   * and shown its first picture.
+   * A frame that comes out of the decoder while chunks captured more than this many ms after it are
+   * still in it (default 100; the player gives the profile's presentation delay, the ceiling of the
+   * hold) is decoded and not handed over: the decoder is truly behind and a newer frame is the one
+   * to show (counted `skippedBehind`). A queue within it (two or three frames on a slow machine) is
+   * normal and every frame of it is handed over. Applies once the decoder has caught up after its
+   * start (see {@link VideoChannelDecoder.catchUp}) and shown its first picture.
    */
-  readonly catchUpAbove?: number;
+  readonly catchUpAfterMs?: number;
 }
+
+/** Default of {@link VideoChannelDecoderOptions.catchUpAfterMs}: the `balanced` profile's ceiling. */
+const DEFAULT_CATCH_UP_AFTER_MS = 100;
 
 /**
  * Chunks that may wait in a decoder that has not caught up yet (a second of video at 30 fps): its
@@ -108,6 +116,13 @@ export interface VideoChannelDecoderOptions {
  * keyframe, up to a whole GOP with a publisher that does not answer requests.
  */
 const STARTUP_DECODE_QUEUE = 30;
+
+/**
+ * How much video the chunks waiting in the decoder must span, ms, besides being more than
+ * `maxDecodeQueue`, for decoding to count as behind (about ten frames at 30 fps): a stall shorter
+ * than this, common on a loaded machine, drains by itself.
+ */
+const FALLING_BEHIND_MS = 300;
 
 /** Decoder failures in a row, with no picture between them, after which the codec counts as unsupported. */
 const MAX_CONSECUTIVE_FAILURES = 3;
@@ -145,7 +160,7 @@ export class VideoChannelDecoder {
   readonly #now: () => number;
   readonly #logger: Logger;
   readonly #maxDecodeQueue: number;
-  readonly #catchUpAbove: number;
+  #catchUpAfterUs: number;
   #state: VideoChannelDecoderState = { kind: 'idle' };
   #decoder: VideoDecoder | undefined;
   /** Set while deltas are skipped; `undefined` while decoding. */
@@ -158,9 +173,15 @@ export class VideoChannelDecoder {
   #previousGopPosition: number | undefined;
   /** A loss was reported since the last frame, which explains a GOP gap. */
   #lossSinceFrame = false;
+  /**
+   * Chunks submitted to the current decoder and not output yet, by capture time (µs, unwrapped),
+   * in submission order.
+   */
   readonly #pendingMeta = new Map<number, PendingMeta[]>();
-  /** Chunks in {@link #pendingMeta}: submitted to the current decoder and not output yet. */
+  /** Chunks in {@link #pendingMeta}. */
   #pendingCount = 0;
+  /** Capture time of the newest chunk submitted to the current decoder, µs (unwrapped). */
+  #newestSubmittedUs = Number.NEGATIVE_INFINITY;
   #jpegChain: Promise<void> = Promise.resolve();
   #jpegPending = 0;
   /** Frames that arrived during the codec check, handled once it is done. */
@@ -172,8 +193,10 @@ export class VideoChannelDecoder {
   /** Replay chunks in the decoder: they do not count as the decoder falling behind. */
   #replayInFlight = 0;
   /**
-   * The current decoder has caught up once (its replay decoded, its queue within bound): from then
-   * on {@link #maxDecodeQueue} applies, before that {@link STARTUP_DECODE_QUEUE}.
+   * The current decoder has caught up once since its start: a frame came out with the replay
+   * decoded and no newer chunk waiting behind it. From then on {@link #maxDecodeQueue} applies
+   * (before that {@link STARTUP_DECODE_QUEUE}) and frames may be passed over to catch up; the
+   * replay and the live frames that queued behind it while it decoded are all handed over.
    */
   #decoderRunning = false;
   /** The current decoder has handed a frame over: from then on a frame may be passed over to catch up. */
@@ -187,10 +210,6 @@ export class VideoChannelDecoder {
     if (!(Number.isInteger(maxQueue) && maxQueue >= 1)) {
       throw new TypeError(`maxDecodeQueue must be an integer ≥ 1, got ${maxQueue}`);
     }
-    const catchUpAbove = options.catchUpAbove ?? 1;
-    if (!(Number.isInteger(catchUpAbove) && catchUpAbove >= 0)) {
-      throw new TypeError(`catchUpAbove must be an integer ≥ 0, got ${catchUpAbove}`);
-    }
     this.codec = options.codec;
     this.#family = codecFamily(options.codec);
     this.#onFrame = options.onFrame;
@@ -201,7 +220,7 @@ export class VideoChannelDecoder {
     this.#logger = options.logger ?? consoleLogger();
     this.stats = options.stats ?? new VideoStats({ now: this.#now });
     this.#maxDecodeQueue = maxQueue;
-    this.#catchUpAbove = catchUpAbove;
+    this.#catchUpAfterUs = catchUpAfterUs(options.catchUpAfterMs ?? DEFAULT_CATCH_UP_AFTER_MS);
   }
 
   /** The loss behaviour of another profile, from the next loss on. */
@@ -210,6 +229,14 @@ export class VideoChannelDecoder {
       throw new TypeError(`lossPolicy must be 'continue' or 'freeze', got ${String(policy)}`);
     }
     this.#lossPolicy = policy;
+  }
+
+  /**
+   * Another catch-up threshold (see {@link VideoChannelDecoderOptions.catchUpAfterMs}) from the next
+   * output on: the profile changed its presentation delay.
+   */
+  setCatchUpAfter(ms: number): void {
+    this.#catchUpAfterUs = catchUpAfterUs(ms);
   }
 
   /** The current state. */
@@ -411,13 +438,18 @@ export class VideoChannelDecoder {
       ? this.#maxDecodeQueue
       : Math.max(this.#maxDecodeQueue, STARTUP_DECODE_QUEUE);
     if (replay) this.#replayInFlight++;
-    else if (!meta.keyframe && decoder.decodeQueueSize - this.#replayInFlight > limit) {
+    else if (
+      !meta.keyframe &&
+      decoder.decodeQueueSize - this.#replayInFlight > limit &&
+      meta.captureTimestampUs - this.#oldestWaitingLiveUs(meta.captureTimestampUs) > FALLING_BEHIND_MS * 1000
+    ) {
       this.stats.recordSkippedBehind();
       this.#enterWait('backpressure');
       this.#requestKeyframe('backpressure');
       return;
     }
     this.#rememberMeta(meta);
+    this.#newestSubmittedUs = Math.max(this.#newestSubmittedUs, meta.captureTimestampUs);
     try {
       decoder.decode(
         new EncodedVideoChunk({
@@ -429,6 +461,15 @@ export class VideoChannelDecoder {
     } catch (err) {
       this.#fail(decoder, err);
     }
+  }
+
+  /**
+   * Capture time of the oldest live (not replayed) chunk still waiting in the decoder, µs; `fallback`
+   * when none waits.
+   */
+  #oldestWaitingLiveUs(fallback: number): number {
+    for (const [capture, metas] of this.#pendingMeta) if (metas.some((m) => !m.replayed)) return capture;
+    return fallback;
   }
 
   #openDecoder(): VideoDecoder {
@@ -447,6 +488,7 @@ export class VideoChannelDecoder {
     this.#replayInFlight = 0;
     this.#pendingMeta.clear();
     this.#pendingCount = 0;
+    this.#newestSubmittedUs = Number.NEGATIVE_INFINITY;
     const decoder = this.#decoder;
     this.#decoder = undefined;
     if (decoder !== undefined && decoder.state !== 'closed') decoder.close();
@@ -459,9 +501,6 @@ export class VideoChannelDecoder {
     }
     // Outputs come in submission order: the replay's first.
     if (this.#replayInFlight > 0) this.#replayInFlight--;
-    // Started, the replay decoded and the live frames that waited behind it caught up with.
-    if (this.#replayInFlight === 0 && decoder.decodeQueueSize <= this.#maxDecodeQueue)
-      this.#decoderRunning = true;
     const pending = this.#takeMeta(frame.timestamp);
     if (pending === undefined) {
       // Output the decoder made up (no chunk of ours has this timestamp): nothing to present it with.
@@ -470,14 +509,15 @@ export class VideoChannelDecoder {
       return;
     }
     this.#consecutiveFailures = 0;
-    if (
-      this.#decoderRunning &&
-      this.#decoderShown &&
-      !pending.replayed &&
-      this.#pendingCount > this.#catchUpAbove
-    ) {
-      // Newer frames are already decoding: this one would be replaced before anyone saw it. (Never
-      // the first picture of a decoder: that one is shown at once.)
+    const behindUs = this.#pendingCount > 0 ? this.#newestSubmittedUs - pending.captureTimestampUs : 0;
+    const wasRunning = this.#decoderRunning;
+    // Started: the replay decoded and the live frames that queued behind it (its start) caught up
+    // with, so nothing newer waits.
+    if (this.#replayInFlight === 0 && this.#pendingCount === 0) this.#decoderRunning = true;
+    if (wasRunning && this.#decoderShown && !pending.replayed && behindUs > this.#catchUpAfterUs) {
+      // Frames captured more than the ceiling later are already decoding: this one would be
+      // replaced before anyone saw it. (Never the first picture of a decoder, shown at once, nor
+      // the start: the replay and what queued behind it.)
       frame.close();
       this.stats.recordDecoded(this.#now() - pending.submittedMs);
       this.stats.recordSkippedBehind();
@@ -530,10 +570,23 @@ export class VideoChannelDecoder {
     }
   }
 
+  /**
+   * The meta of the chunk whose picture came out with `timestampUs`. Outputs come in capture order,
+   * so chunks captured before it that are still waiting will never come out (the decoder gave no
+   * picture for them, such as a delta whose reference was lost): they are forgotten and counted
+   * `dropped`, or they would look like a queue the decoder is behind on.
+   */
   #takeMeta(timestampUs: number): PendingMeta | undefined {
     const list = this.#pendingMeta.get(timestampUs);
-    const meta = list?.shift();
-    if (list !== undefined && list.length === 0) this.#pendingMeta.delete(timestampUs);
+    if (list === undefined) return undefined;
+    for (const [capture, older] of this.#pendingMeta) {
+      if (capture >= timestampUs) continue;
+      this.#pendingMeta.delete(capture);
+      this.#pendingCount -= older.length;
+      this.stats.recordDropped(older.length);
+    }
+    const meta = list.shift();
+    if (list.length === 0) this.#pendingMeta.delete(timestampUs);
     if (meta !== undefined) this.#pendingCount--;
     return meta;
   }
@@ -588,6 +641,12 @@ export class VideoChannelDecoder {
     const listener = this.#onStateChange;
     if (listener !== undefined) safeCall(this.#logger, 'onStateChange', () => listener(state));
   }
+}
+
+function catchUpAfterUs(ms: number): number {
+  if (!(Number.isFinite(ms) && ms >= 0))
+    throw new TypeError(`catchUpAfterMs must be a number of ms ≥ 0, got ${ms}`);
+  return ms * 1000;
 }
 
 function errorText(err: unknown): string {

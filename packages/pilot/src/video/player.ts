@@ -137,6 +137,8 @@ export class VideoChannelPlayer {
     this.#decoder = new VideoChannelDecoder({
       codec: options.codec,
       lossPolicy: options.lossPolicy,
+      // Frames further behind than the hold may ever be are passed over: the same ceiling.
+      catchUpAfterMs: options.presentationDelayMs,
       now,
       logger,
       stats: this.#stats,
@@ -161,6 +163,7 @@ export class VideoChannelPlayer {
    */
   setQos(presentationDelayMs: number, lossPolicy: LossPolicy): void {
     this.#presenter.setPresentationDelay(presentationDelayMs);
+    this.#decoder.setCatchUpAfter(presentationDelayMs);
     this.#decoder.setLossPolicy(lossPolicy);
   }
 

@@ -63,6 +63,13 @@ export interface CanvasPresenterOptions<M extends PresentMeta = PresentMeta> {
 export type PresentableFrame = Pick<VideoFrame, 'displayWidth' | 'displayHeight' | 'close'> &
   CanvasImageSource;
 
+/**
+ * Longest a start's backlog is played out rather than skipped, ms: after the first frame of a start
+ * (the replay at join: its last frame, and the live frames that queued behind it while it decoded),
+ * every frame is painted in turn, one per paint, until none waits (or this long has passed).
+ */
+const START_PLAYOUT_MS = 1000;
+
 interface Queued<M> {
   readonly frame: PresentableFrame;
   readonly meta: M;
@@ -82,11 +89,17 @@ type Context2D = CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D;
  *
  * - The first frame after a start (or a {@link CanvasPresenter.reset}) is painted at once: the first
  *   picture never waits for the buffer.
- * - Latency never creeps: a frame ready only after its due time is painted at the next paint
- *   opportunity (counted `late`), and when several are due only the newest is painted; the others
- *   (and any beyond `maxQueued`) are closed and counted `skippedBehind`. A frame far off the line (a stalled link releasing a
- *   backlog, a restarted source clock) starts a new line (counted in `reanchors`) instead of
- *   holding every frame after it.
+ * - Every frame that arrives in time is painted: a frame ready only after its due time is painted
+ *   at the next paint opportunity (counted `late`), and when several are due they go out oldest
+ *   first, one per paint, so a late paint opportunity or a few frames decoded together cost none.
+ * - Latency never creeps: when the frames due span more than `presentationDelayMs` (the pipeline
+ *   is truly behind: CPU contention, a burst, a stall) only the newest is painted; the others (and
+ *   any beyond `maxQueued`) are closed and counted `skippedBehind`. A frame far off the line (a
+ *   stalled link releasing a backlog, a restarted source clock) starts a new line (counted in
+ *   `reanchors`) instead of holding every later frame.
+ * - A start's backlog (after the first frame of a start or a {@link CanvasPresenter.reset}: the
+ *   replay at join and the live frames that queued behind it while it decoded) is played out, one
+ *   frame per paint, for up to a second, and its wait is not taken for decode time by the hold.
  * - With `presentationDelayMs` 0 each frame is painted at the next paint opportunity, and a newer
  *   one supersedes it if it comes first.
  *
@@ -105,6 +118,12 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
   readonly #maxQueued: number;
   readonly #queue: Queued<M>[] = [];
   readonly #drainWaiters: (() => void)[] = [];
+  /**
+   * Set from the first frame of a start (not of a re-anchoring) until a paint leaves no frame due:
+   * the backlog of the start is played out, not skipped, and its waits are not taken for decode
+   * time. The local ms when it ends at the latest.
+   */
+  #startUntilMs: number | undefined;
   #context: Context2D | undefined;
   #paintScheduled = false;
   #width = 0;
@@ -154,7 +173,10 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     const capture = meta.captureTimestampUs;
     const arrivalMs = Math.min(meta.receivedMs ?? nowMs, nowMs);
     const verdict = this.#jitter.handleArrival(arrivalMs, capture);
-    this.#jitter.handleProcessing(nowMs, nowMs - arrivalMs);
+    if (verdict.restarted && !verdict.reanchored) this.#startUntilMs = nowMs + START_PLAYOUT_MS;
+    else if (this.#startUntilMs !== undefined && nowMs > this.#startUntilMs) this.#startUntilMs = undefined;
+    // A start's backlog waited for the replay to decode, which says nothing of the decoder later.
+    if (this.#startUntilMs === undefined) this.#jitter.handleProcessing(nowMs, nowMs - arrivalMs);
     if (verdict.reanchored && this.#jitter.ceilingMs > 0) this.stats.recordReanchor();
     const holdMs = this.#jitter.holdMs(nowMs);
     this.stats.recordHold(holdMs, this.#jitter.jitterMs);
@@ -216,16 +238,26 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     });
   }
 
-  /** Paints the newest frame that is due, closing the older ones it supersedes. */
+  /**
+   * Paints the oldest frame that is due, so a paint opportunity that came late or a few frames
+   * decoded together cost no frame: they go out one per paint (twice the frame rate on a 60 Hz
+   * display for 30 fps video) until none waits. Only when the frames due span more than the
+   * ceiling is the pipeline truly behind: then the newest due frame is painted and the older ones
+   * are closed (counted `skippedBehind`). A start's backlog is played out (see {@link #startUntilMs}).
+   */
   #paintDue(): void {
     if (this.#closed) return;
     const nowMs = this.#now();
+    if (this.#startUntilMs !== undefined && nowMs > this.#startUntilMs) this.#startUntilMs = undefined;
     let newest = -1;
     for (let i = 0; i < this.#queue.length; i++) {
       if (this.#queue[i]!.dueMs <= nowMs) newest = i;
     }
     if (newest >= 0) {
-      const taken = this.#queue.splice(0, newest + 1);
+      const spanMs =
+        (this.#queue[newest]!.meta.captureTimestampUs - this.#queue[0]!.meta.captureTimestampUs) / 1000;
+      const behind = this.#startUntilMs === undefined && spanMs > this.#jitter.ceilingMs;
+      const taken = this.#queue.splice(0, behind ? newest + 1 : 1);
       const shown = taken.pop()!;
       for (const q of taken) {
         q.frame.close();
@@ -237,6 +269,12 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
         // A canvas that cannot be drawn on (no 2D context) must not stop the paint loop silently.
         this.#logger.error({ err }, 'a frame could not be painted');
       }
+      // The start's backlog is played out once nothing more is due.
+      if (
+        this.#startUntilMs !== undefined &&
+        !(this.#queue[0] !== undefined && this.#queue[0].dueMs <= nowMs)
+      )
+        this.#startUntilMs = undefined;
     }
     if (this.#queue.length > 0) this.#schedule();
     else this.#settleDrain();

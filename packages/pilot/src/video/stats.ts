@@ -47,13 +47,18 @@ export interface VideoStatsSnapshot {
   readonly decoded: number;
   /** Decoder failures (each one resets the decoder until the next keyframe). */
   readonly decodeErrors: number;
-  /** Frames discarded because the decoder or the presenter was behind (`skippedBehind` among them). */
+  /**
+   * Frames discarded because the decoder or the presenter was behind (`skippedBehind` among them),
+   * or that the browser's decoder gave no picture for (a delta whose reference was lost).
+   */
   readonly dropped: number;
   /**
    * Frames passed over to catch up when the pipeline fell behind (a burst, a slow decode, CPU
    * contention, paints that stopped): deltas skipped to the next keyframe, decoded and not painted,
-   * or overtaken by a newer frame before their paint. Latency never creeps: the newest decodable
-   * frame is shown instead.
+   * or overtaken by a newer frame before their paint. Only when the frames waiting span more than
+   * the presentation delay (or, for skipping deltas, the decoder's queue outgrows a short stall): a
+   * queue of two or three frames, the replay at join and the frames right after it cost none.
+   * Latency never creeps: the newest decodable frame is shown instead.
    */
   readonly skippedBehind: number;
   /** Frames that arrived after their presentation time (painted at once). */
@@ -162,7 +167,7 @@ export class VideoStats {
     this.#decodeErrors++;
   }
 
-  /** Counts `count` frames discarded because the decoder or the presenter was behind. */
+  /** Counts `count` frames discarded (see {@link VideoStatsSnapshot.dropped}). */
   recordDropped(count = 1): void {
     this.#dropped += count;
   }
