@@ -573,8 +573,15 @@ describe('PilotConnection: commands and listeners', () => {
     const observer = harness();
     const watched = await toConnected(observer, { ...WELCOME, role: 'observer' });
     expect(observer.connection.sendCommand(3, 'x')).toBe(false);
-    expect(observer.connection.setQos('quality')).toBe(false);
+    // An observer's choice is its own presentation: nothing goes to the robot, and a later
+    // profile from the driver leaves it as chosen.
+    expect(observer.connection.setQos('quality')).toBe(true);
+    expect(observer.connection.presentation).toBe('quality');
+    watched.say({ type: 'qos', profile: 'latency', presentation_delay_ms: 50 });
     await settle();
+    expect(watched.sent.filter((m) => m.type === 'set-qos')).toEqual([]);
+    expect(observer.connection.presentation).toBe('quality');
+    expect(observer.connection.stats().profile).toBe('latency');
     expect(watched.sentDatagrams).toEqual([]);
   });
 

@@ -234,7 +234,10 @@ describe('PilotConnection: the robot changes the role', () => {
     await settle();
     expect(t.connection.role).toBe('observer');
     expect(t.connection.sendCommand('drive', '{"n":2}')).toBe(false);
-    expect(t.connection.setQos('quality')).toBe(false);
+    // Observing, a profile choice is only this page's presentation: nothing goes to the robot.
+    const before = transport.sent.length;
+    expect(t.connection.setQos('quality')).toBe(true);
+    expect(transport.sent.slice(before).filter((m) => m.type === 'set-qos')).toEqual([]);
     expect(events(t, 'role')).toEqual([['observer', 'handed over to Bob']]);
     expect(events(t, 'state').at(-1)).toEqual([
       'connected',

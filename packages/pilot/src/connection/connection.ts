@@ -1,3 +1,4 @@
+import { qosProfile } from '@svc/qos';
 import {
   assertTransition,
   Backoff,
@@ -82,6 +83,8 @@ export class PilotConnection {
   #offer: RobotOffer | undefined;
   /** The robot's QoS profile, from `welcome` and each `qos` since. */
   #profile: QosProfileName | undefined;
+  /** An observer's own choice of presentation (`setQos` while observing), kept across sessions. */
+  #presentation: QosProfileName | undefined;
   #sessions = 0;
   /** The latest round trip, and the clock offset of the best recent exchange. */
   #rttMs: number | undefined;
@@ -338,17 +341,29 @@ export class PilotConnection {
   }
 
   /**
-   * Asks the robot for another QoS profile (`set-qos`): the driver's choice of what the link is
-   * used for. Returns `false`, sending nothing, while the connection is on its way or when this
-   * session observes.
+   * Chooses a QoS profile. The driver's choice goes to the robot (`set-qos`) and sets the
+   * channel's profile (encoder request, FEC, ABR) for every session. An observer's choice changes
+   * only its own presentation (the hold's ceiling and the loss behaviour of that profile), kept
+   * until it chooses again, whatever the driver picks. Returns `false`, doing nothing, while the
+   * connection is on its way.
    *
    * @throws {TypeError} before `connect()` and after the connection ended (`closed`, `denied`).
    */
   setQos(profile: QosProfileName): boolean {
     const state = this.#connectedFor('setQos()', 'there is no session to ask');
-    if (state === undefined || state.session.role !== 'driver') return false;
-    state.link.send({ type: 'set-qos', profile });
+    if (state === undefined) return false;
+    if (state.session.role === 'driver') {
+      state.link.send({ type: 'set-qos', profile });
+      return true;
+    }
+    this.#presentation = profile;
+    state.session.applyQos(profile, qosProfile(profile).presentationDelayMs);
     return true;
+  }
+
+  /** The observer's own presentation profile (`setQos` while observing), if it chose one. */
+  get presentation(): QosProfileName | undefined {
+    return this.#presentation;
   }
 
   /**
@@ -774,6 +789,7 @@ export class PilotConnection {
       case 'qos':
         // The driver changed the profile: every pilot of the robot follows it.
         this.#profile = message.profile;
+        if (this.#presentation !== undefined && sessionOf(state)?.role !== 'driver') return;
         sessionOf(state)?.applyQos(message.profile, message.presentation_delay_ms);
         return;
       case 'pong': {
@@ -879,6 +895,11 @@ export class PilotConnection {
     }
     const { attempt, link } = state;
     this.#everConnected = true;
+    // An observer keeps the presentation it chose in an earlier session.
+    const own = this.#presentation;
+    if (own !== undefined && session.role !== 'driver') {
+      session.applyQos(own, qosProfile(own).presentationDelayMs);
+    }
     this.#transition({ kind: 'connected', attempt, link, session, sinceMs: this.#clock.now() });
   }
 

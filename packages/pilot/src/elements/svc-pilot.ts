@@ -427,11 +427,11 @@ export class SvcPilotElement extends HTMLElement {
     if (role === this.#role) return;
     this.#role = role;
     this.#parts.stop.disabled = role !== 'driver';
-    this.#parts.profile.disabled = role !== 'driver';
+    this.#parts.profile.disabled = role === undefined;
     this.#parts.profile.title =
       role === 'driver'
         ? 'The profile of every session of this robot'
-        : 'Only the driver can change the profile';
+        : 'Your own presentation only (the driver chooses what the robot sends)';
     this.#emit<SvcRoleDetail>('svc-role', { role, driver: this.#driver() });
   }
 
@@ -625,8 +625,9 @@ export class SvcPilotElement extends HTMLElement {
         fecKernel: this.#fecKernel,
       }),
     );
-    if (stats.profile !== undefined && this.#root.activeElement !== this.#parts.profile)
-      this.#parts.profile.value = stats.profile;
+    const shown = connection.role === 'driver' ? stats.profile : (connection.presentation ?? stats.profile);
+    if (shown !== undefined && this.#root.activeElement !== this.#parts.profile)
+      this.#parts.profile.value = shown;
     renderSensors(this.#parts.sensors, this.#sensors.views(now));
     if (now - this.#lastChartMs >= CHART_INTERVAL_MS && connection.state === 'connected') {
       this.#lastChartMs = now;
