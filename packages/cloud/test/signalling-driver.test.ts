@@ -218,6 +218,44 @@ describe.each(databaseBackends)('the driver slot on $name', (backend) => {
     ]);
   });
 
+  it('links a session to a signalling connection made again with the same token (resume): the pilot hears who drives and may ask; another token may not', async () => {
+    const { robot, socket: robotSocket } = await robotOnline();
+    const olga = await person(id('Olga'), 'operator');
+    const otto = await person(id('Otto'), 'operator');
+    const driver = await join(robot.robotId, robotSocket, olga);
+    const token = await h.token({ aud: robot.robotId, scope: 'drive', sub: otto.sub });
+    const first = (await h.connectPilot(token)).socket;
+    first.send({ type: 'connect', robot_id: robot.robotId });
+    const offer = await first.expect('offer');
+    await robotSocket.expect('session-open');
+    robotSocket.send({
+      type: 'session-started',
+      session_id: offer.session_id,
+      role: 'observer',
+      sub: otto.sub,
+    });
+    await robotSocket.sync();
+    // The pilot's network drops; its session with the robot goes on.
+    first.close();
+    await first.closed;
+
+    const again = (await h.connectPilot(token)).socket;
+    again.send({ type: 'resume', session_id: offer.session_id });
+    await driverSeen(again, driver);
+    again.send({ type: 'request-control', session_id: offer.session_id });
+    const { message: asked } = await waitFor(driver.socket, (m) => m.type === 'control-request');
+    expect(asked.user).toEqual({ id: otto.sub, name: otto.name });
+
+    // Someone else's token cannot take the session over.
+    const stranger = (
+      await h.connectPilot(await h.token({ aud: robot.robotId, scope: 'drive', sub: olga.sub }))
+    ).socket;
+    stranger.send({ type: 'resume', session_id: offer.session_id });
+    const { message: refused } = await waitFor(stranger, (m) => m.type === 'error');
+    expect(refused).toMatchObject({ code: 'not-allowed' });
+    expect(String(refused.message)).toContain(String(offer.session_id));
+  });
+
   it('keeps the driver when it refuses; the asker is told, may not ask again at once, and the log has the refusal', async () => {
     const { robot, robotSocket, driver, asker } = await scene();
     const requestId = await ask(asker, driver);

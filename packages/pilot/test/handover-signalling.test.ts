@@ -198,7 +198,7 @@ describe('SignalSession: after the offer', () => {
 });
 
 describe('SignalSession: when the connection drops', () => {
-  it('says handover is unavailable, reconnects with backoff, answers the challenge with the same token and asks for no new offer', async () => {
+  it('says handover is unavailable, reconnects with backoff, answers the challenge with the same token, asks for no new offer and resumes its session', async () => {
     const t = setup();
     await offered(t);
     t.socket().remoteClose(1006);
@@ -209,8 +209,12 @@ describe('SignalSession: when the connection drops', () => {
     t.clock.advance(250);
     expect(t.sockets).toHaveLength(2);
     t.socket().authenticate('drive', HEARTBEAT_MS);
-    expect(t.socket().sent).toEqual([{ type: 'auth', v: 2, token: 'tok' }]);
-    // svc-cloud does not link the session to the new connection until it says so.
+    // The same token, no new offer: the session is linked to the new connection with `resume`.
+    expect(t.socket().sent).toEqual([
+      { type: 'auth', v: 2, token: 'tok' },
+      { type: 'resume', session_id: 'sess-1' },
+    ]);
+    // Until svc-cloud answers with who drives, the slot cannot be asked for.
     expect(t.session.availability).toMatchObject({ available: false, reason: 'not-attached' });
     t.socket().receive({ type: 'driver', robot_id: 'r1', session_id: 'sess-0', user: ALICE });
     expect(t.session.availability).toEqual({ available: true });

@@ -159,6 +159,11 @@ const clientOthers = [
   z.object({ type: z.literal('take-control'), session_id: sessionId }).strict(),
   /** The driver gives the slot up. */
   z.object({ type: z.literal('release-control'), session_id: sessionId }).strict(),
+  /**
+   * A pilot whose signalling connection dropped and came back links its session (offered to the
+   * same token) to the new connection, to hear the driver news again and ask for the slot.
+   */
+  z.object({ type: z.literal('resume'), session_id: sessionId }).strict(),
 ] as const;
 
 /** Messages a robot or pilot sends. */

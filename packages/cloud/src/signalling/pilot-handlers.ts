@@ -134,6 +134,9 @@ export class PilotHandlers {
       case 'release-control':
         this.#control.onMessage(conn, state, message, now);
         return;
+      case 'resume':
+        this.#resume(conn, state, message.session_id);
+        return;
       case 'auth':
         notAllowed(conn, 'already authenticated');
         return;
@@ -145,6 +148,29 @@ export class PilotHandlers {
       default:
         message satisfies never;
     }
+  }
+
+  /**
+   * `resume`: a pilot's signalling connection came back; its session (offered to the same token)
+   * is linked to this connection, which hears who drives again and may ask for the slot.
+   */
+  #resume(conn: SignalConnection, state: PilotState, sessionId: string): void {
+    const robotId = state.claims.robotId;
+    const presence = this.#hub.robots.get(robotId) ?? this.#hub.parked.get(robotId)?.presence;
+    const record = presence?.session(sessionId);
+    if (presence === undefined || record === undefined || record.jti !== state.claims.jti) {
+      notAllowed(conn, `no session ${sessionId} of this token on robot ${robotId}; connect for a new one`);
+      return;
+    }
+    if (state.sessions.size >= this.#maxSessions && !state.sessions.has(sessionId)) {
+      notAllowed(conn, `this connection already holds ${state.sessions.size} sessions; leave one first`);
+      return;
+    }
+    record.pilot = conn;
+    state.sessions.add(sessionId);
+    if (this.#hub.robots.get(robotId) === presence) this.#control.offered(presence, presence.driver, conn);
+    else conn.send({ type: 'robot-offline', robot_id: robotId });
+    this.#hub.log.debug({ robotId, sessionId }, 'pilot resumed its session on a new signalling connection');
   }
 
   /** `connect`: an offer for a session on the token's robot, and `session-open` to the robot. */

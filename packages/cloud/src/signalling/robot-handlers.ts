@@ -139,6 +139,7 @@ export class RobotHandlers {
       case 'answer-control':
       case 'take-control':
       case 'release-control':
+      case 'resume':
         notAllowed(conn, `"${message.type}" is a pilot message`);
         return;
       default:

@@ -134,8 +134,8 @@ export interface ControlResult {
  * - `starting`: the offer is on its way;
  * - `signalling-lost`: the signalling connection dropped; the direct session goes on, and the
  *   connection is being made again;
- * - `not-attached`: the signalling connection is back, but svc-cloud does not link this session
- *   to it (it hears nothing of the driver slot); handover comes back with the next session;
+ * - `not-attached`: the signalling connection is back and the session asked to be linked to it
+ *   (`resume`); handover comes back with svc-cloud's answer (`driver`);
  * - `robot-offline`: the robot lost its connection to the cloud; its driver keeps driving, and the
  *   slot changes hands again once the robot is back;
  * - `token-expired`: the token expired or was revoked, so the signalling connection cannot be made
@@ -526,6 +526,9 @@ export class SignalSession {
     // driver slot again only once it says so with a `driver` message.
     this.#transition({ kind: 'open', socket, heartbeat: this.#startHeartbeat(socket), attached: false });
     this.#logger.info({}, 'signalling connection back');
+    // Link the session to this connection again: svc-cloud answers with `driver`.
+    const sessionId = this.#sessionId;
+    if (sessionId !== undefined) this.#send(socket, { type: 'resume', session_id: sessionId });
   }
 
   #onDriver(message: Extract<SignalServerMessage, { type: 'driver' }>): void {
@@ -704,7 +707,7 @@ export class SignalSession {
         if (!state.attached)
           return no(
             'not-attached',
-            'the signalling connection is back, but svc-cloud does not link this session to it: handover is unavailable until the next session',
+            'the signalling connection is back; waiting for svc-cloud to link this session to it again',
           );
         if (this.#robotOffline)
           return no(
