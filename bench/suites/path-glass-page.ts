@@ -57,12 +57,8 @@ export async function measureGlass(params: GlassParams): Promise<GlassSample> {
   let firstPaint: number | undefined;
   const area = document.createElement('div');
   document.body.append(area);
-  const address =
-    params.viaUrls === undefined
-      ? { signalUrl: params.signalUrl, robotId: params.robotId }
-      : await shapedAddress(params);
   const connection = PilotConnection.connect({
-    ...address,
+    ...(await addressOf(params)),
     token: params.token,
     container: area,
     reconnect: false,
@@ -102,15 +98,19 @@ export async function measureGlass(params: GlassParams): Promise<GlassSample> {
   };
 }
 
-/** The robot's offer with its candidates replaced by the shaper's URLs. */
-async function shapedAddress(params: GlassParams) {
+/**
+ * Where to connect: through signalling, or (with `viaUrls`) the robot's offer with its candidates
+ * replaced by the shaper's URLs.
+ */
+async function addressOf(params: GlassParams) {
+  if (params.viaUrls === undefined) return { signalUrl: params.signalUrl, robotId: params.robotId };
   const offer = await requestOffer({
     signalUrl: params.signalUrl,
     token: params.token,
     robotId: params.robotId,
   });
   return {
-    offer: { urls: params.viaUrls!, certificateHashes: offer.certificateHashes, sessionId: offer.sessionId },
+    offer: { urls: params.viaUrls, certificateHashes: offer.certificateHashes, sessionId: offer.sessionId },
   };
 }
 
@@ -136,12 +136,8 @@ function sleep(ms: number): Promise<void> {
 export async function holdDriver(params: GlassParams, holdSeconds: number): Promise<number> {
   const area = document.createElement('div');
   document.body.append(area);
-  const address =
-    params.viaUrls === undefined
-      ? { signalUrl: params.signalUrl, robotId: params.robotId }
-      : await shapedAddress(params);
   const connection = PilotConnection.connect({
-    ...address,
+    ...(await addressOf(params)),
     token: params.token,
     container: area,
     reconnect: false,

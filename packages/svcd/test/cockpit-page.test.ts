@@ -3,28 +3,13 @@
  * real svc-cloud, a real svcd and ffmpeg RTP sources: what a person driving a robot sees and what
  * the robot's UDP ports receive.
  */
-import { createSocket, type Socket } from 'node:dgram';
 import { inflateSync } from 'node:zlib';
-import { ffmpegRtpSource, freeUdpPort, type LaunchedChromium, launchChromium } from '@svc/testkit';
+import { ffmpegRtpSource, freeUdpPort } from '@svc/testkit';
 import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Fleet, startFleet } from './support/fleet.js';
+import { describe, expect, it } from 'vitest';
+import { useCockpitFleet } from './support/cockpit-fleet.js';
 
-let chromium: LaunchedChromium;
-let fleet: Fleet;
-const cleanups: (() => Promise<void>)[] = [];
-const defer = (cleanup: () => Promise<void>) => cleanups.push(cleanup);
-
-beforeAll(async () => {
-  [chromium, fleet] = await Promise.all([launchChromium(), startFleet()]);
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(async () => {
-  await chromium?.close();
-  await fleet?.stop();
-});
+const t = useCockpitFleet();
 
 /** The page's bars, in a colour the test pattern (testsrc2) does not have, so a pixel tells bar from picture. */
 const BAR = { r: 96, g: 48, b: 16 };
@@ -84,25 +69,17 @@ async function openPage(
   fragment: string,
   init?: (context: BrowserContext) => Promise<void>,
 ): Promise<OpenedPage> {
-  const context = await chromium.browser.newContext({ viewport: { width: 1280, height: 900 } });
-  defer(() => context.close());
-  await context.addInitScript(instrument);
-  await init?.(context);
-  const page = await context.newPage();
   const console: string[] = [];
-  page.on('console', (message) => console.push(`${message.type()}: ${message.text()}`));
-  await page.goto(`${fleet.cloud.address}/pilot/#${fragment}`);
+  const { page, context } = await t.openPilotPage(fragment, {
+    viewport: { width: 1280, height: 900 },
+    init: async (context) => {
+      await context.addInitScript(instrument);
+      await init?.(context);
+    },
+    beforeLoad: (page) =>
+      page.on('console', (message) => console.push(`${message.type()}: ${message.text()}`)),
+  });
   return { page, context, console };
-}
-
-/** A UDP socket standing in for one of the robot's local programs. */
-async function udpSocket(): Promise<{ socket: Socket; port: number; received: string[] }> {
-  const socket = createSocket('udp4');
-  const received: string[] = [];
-  socket.on('message', (m) => received.push(m.toString('utf8')));
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  defer(() => new Promise<void>((resolve) => socket.close(() => resolve())));
-  return { socket, port: socket.address().port, received };
 }
 
 function videoLines(name: string, port: number): string[] {
@@ -188,9 +165,9 @@ const isBar = ([r, g, b]: number[]) =>
 
 describe('the cockpit on the plain pilot page', () => {
   it('shows both cameras at their aspect ratio, switches between them, shows the sensors, loads the SIMD FEC kernel with no CSP violation', async () => {
-    const [frontPort, rearPort, sensor] = [await freeUdpPort(), await freeUdpPort(), await udpSocket()];
+    const [frontPort, rearPort, sensor] = [await freeUdpPort(), await freeUdpPort(), await t.robotProgram()];
     const sensorPort = await freeUdpPort();
-    const robot = await fleet.robot('cockpit-view', [
+    const robot = await t.fleet.robot('cockpit-view', [
       ...videoLines('front', frontPort),
       ...videoLines('rear', rearPort),
       '[[channel]]',
@@ -199,12 +176,12 @@ describe('the cockpit on the plain pilot page', () => {
       `input = "udp://127.0.0.1:${sensorPort}"`,
       'codec = "json"',
     ]);
-    defer(() => robot.remove());
+    t.defer(() => robot.remove());
     // A 4:3 camera and a 16:9 camera.
     const front = ffmpegRtpSource({ codec: 'h264', port: frontPort, frames: 3000, width: 320, height: 240 });
     const rear = ffmpegRtpSource({ codec: 'h264', port: rearPort, frames: 3000, width: 640, height: 360 });
-    defer(() => front.stop());
-    defer(() => rear.stop());
+    t.defer(() => front.stop());
+    t.defer(() => rear.stop());
 
     const { page, console } = await openPage(
       `robot=cockpit-view&token=${encodeURIComponent(await robot.token('drive'))}`,
@@ -270,8 +247,8 @@ describe('the cockpit on the plain pilot page', () => {
 
   it('drives with the keyboard and a gamepad at a fixed rate, sends one zero command on release and on blur, and the stop button always', async () => {
     const port = await freeUdpPort();
-    const motors = await udpSocket();
-    const robot = await fleet.robot('cockpit-drive', [
+    const motors = await t.robotProgram();
+    const robot = await t.fleet.robot('cockpit-drive', [
       ...videoLines('front', port),
       '[[channel]]',
       'kind = "command"',
@@ -279,9 +256,9 @@ describe('the cockpit on the plain pilot page', () => {
       `output = "udp://127.0.0.1:${motors.port}"`,
       'codec = "json"',
     ]);
-    defer(() => robot.remove());
+    t.defer(() => robot.remove());
     const source = ffmpegRtpSource({ codec: 'h264', port, frames: 3000 });
-    defer(() => source.stop());
+    t.defer(() => source.stop());
 
     const { page } = await openPage(
       `robot=cockpit-drive&token=${encodeURIComponent(await robot.token('drive'))}`,
@@ -350,10 +327,10 @@ describe('the cockpit on the plain pilot page', () => {
   });
 
   it('says what happened and what to do for each refusal it can meet', async () => {
-    const allowed = await fleet.robot('cockpit-allowed', []);
-    defer(() => allowed.remove());
-    const other = await fleet.robot('cockpit-other', []);
-    defer(() => other.remove());
+    const allowed = await t.fleet.robot('cockpit-allowed', []);
+    t.defer(() => allowed.remove());
+    const other = await t.fleet.robot('cockpit-other', []);
+    t.defer(() => other.remove());
     const refusalOf = async (page: Page) => {
       const box = page.locator('svc-pilot .refusal');
       await box.waitFor({ state: 'visible', timeout: 30_000 });
@@ -390,7 +367,7 @@ describe('the cockpit on the plain pilot page', () => {
     const signedIn = async (context: BrowserContext) => {
       await context.addInitScript(
         (accessToken) => sessionStorage.setItem('svc.tokens', JSON.stringify({ accessToken, idToken: '' })),
-        fleet.alice.accessToken,
+        t.fleet.alice.accessToken,
       );
     };
     const unknown = await openPage('robot=no-such-robot', signedIn);

@@ -4,36 +4,12 @@
  * its age shown, the driver's commands stop reaching the robot while the stop command still does,
  * and a camera that sends nothing is named with the daemon's reason.
  */
-import { createSocket, type Socket } from 'node:dgram';
-import { ffmpegRtpSource, freeUdpPort, type LaunchedChromium, launchChromium } from '@svc/testkit';
+import { ffmpegRtpSource, freeUdpPort } from '@svc/testkit';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Fleet, startFleet } from './support/fleet.js';
+import { describe, expect, it } from 'vitest';
+import { useCockpitFleet } from './support/cockpit-fleet.js';
 
-let chromium: LaunchedChromium;
-let fleet: Fleet;
-const cleanups: (() => Promise<void>)[] = [];
-const defer = (cleanup: () => Promise<void>) => cleanups.push(cleanup);
-
-beforeAll(async () => {
-  [chromium, fleet] = await Promise.all([launchChromium(), startFleet()]);
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(async () => {
-  await chromium?.close();
-  await fleet?.stop();
-});
-
-async function udpSocket(): Promise<{ socket: Socket; port: number; received: string[] }> {
-  const socket = createSocket('udp4');
-  const received: string[] = [];
-  socket.on('message', (m) => received.push(m.toString('utf8')));
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  defer(() => new Promise<void>((resolve) => socket.close(() => resolve())));
-  return { socket, port: socket.address().port, received };
-}
+const t = useCockpitFleet();
 
 function videoLines(port: number): string[] {
   return [
@@ -47,10 +23,9 @@ function videoLines(port: number): string[] {
 }
 
 async function openCockpit(robotId: string, token: string): Promise<Page> {
-  const context = await chromium.browser.newContext({ viewport: { width: 1280, height: 900 } });
-  defer(() => context.close());
-  const page = await context.newPage();
-  await page.goto(`${fleet.cloud.address}/pilot/#robot=${robotId}&token=${encodeURIComponent(token)}`);
+  const { page } = await t.openPilotPage(`robot=${robotId}&token=${encodeURIComponent(token)}`, {
+    viewport: { width: 1280, height: 900 },
+  });
   await page.locator('svc-pilot .state', { hasText: 'connected' }).waitFor({ timeout: 30_000 });
   return page;
 }
@@ -74,8 +49,8 @@ function ageIn(text: string): number {
 describe('the cockpit when the camera fails', () => {
   it('covers a frozen picture with its growing age and holds the driver commands, the stop still goes; the picture comes back with the camera', async () => {
     const port = await freeUdpPort();
-    const motors = await udpSocket();
-    const robot = await fleet.robot('cockpit-frozen', [
+    const motors = await t.robotProgram();
+    const robot = await t.fleet.robot('cockpit-frozen', [
       ...videoLines(port),
       '[[channel]]',
       'kind = "command"',
@@ -83,9 +58,9 @@ describe('the cockpit when the camera fails', () => {
       `output = "udp://127.0.0.1:${motors.port}"`,
       'codec = "json"',
     ]);
-    defer(() => robot.remove());
+    t.defer(() => robot.remove());
     let camera = ffmpegRtpSource({ codec: 'h264', port, frames: 100_000 });
-    defer(() => camera.stop());
+    t.defer(() => camera.stop());
     const page = await openCockpit('cockpit-frozen', await robot.token('drive'));
     const video = page.locator('svc-video[data-name="front"]');
     await page.locator('svc-video[data-name="front"][picture="live"]').waitFor({ timeout: 30_000 });
@@ -144,12 +119,12 @@ describe('the cockpit when the camera fails', () => {
 
   it('names a camera that sends nothing (a wrong port) with the daemon reason, never a black picture as live', async () => {
     const configured = await freeUdpPort();
-    const robot = await fleet.robot('cockpit-wrong-port', videoLines(configured));
-    defer(() => robot.remove());
+    const robot = await t.fleet.robot('cockpit-wrong-port', videoLines(configured));
+    t.defer(() => robot.remove());
     // The camera sends to another port than the robot listens on.
     const elsewhere = await freeUdpPort();
     const camera = ffmpegRtpSource({ codec: 'h264', port: elsewhere, frames: 100_000 });
-    defer(() => camera.stop());
+    t.defer(() => camera.stop());
     const page = await openCockpit('cockpit-wrong-port', await robot.token('observe'));
     const video = page.locator('svc-video[data-name="front"]');
     await expect.poll(() => video.getAttribute('overlay'), { timeout: 15_000 }).toBe('no-data');

@@ -3,44 +3,27 @@
  * a robot id and a pilot session token in the fragment and sees the camera in the cockpit
  * (`<svc-pilot>`; the cockpit's own behaviour is in `cockpit-page.test.ts`).
  */
-import { ffmpegRtpSource, freeUdpPort, type LaunchedChromium, launchChromium } from '@svc/testkit';
+import { ffmpegRtpSource, freeUdpPort } from '@svc/testkit';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { videoChannel } from './support/channels.js';
-import { type Fleet, startFleet } from './support/fleet.js';
+import { useCockpitFleet } from './support/cockpit-fleet.js';
 
-let chromium: LaunchedChromium;
-let fleet: Fleet;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  [chromium, fleet] = await Promise.all([launchChromium(), startFleet()]);
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-afterAll(async () => {
-  await chromium?.close();
-  await fleet?.stop();
-});
+const t = useCockpitFleet();
 
 async function openPage(fragment: string): Promise<Page> {
-  const context = await chromium.browser.newContext();
-  cleanups.push(() => context.close());
-  const page = await context.newPage();
-  await page.goto(`${fleet.cloud.address}/pilot/#${fragment}`);
-  return page;
+  return (await t.openPilotPage(fragment)).page;
 }
 
 describe('the plain pilot page at /pilot/', () => {
   it('with #robot and #token: the cockpit plays the camera, the token leaves the address bar for session storage, and a reload resumes', async () => {
     const rtpPort = await freeUdpPort();
-    const robot = await fleet.robot('pilot-page-robot', [
+    const robot = await t.fleet.robot('pilot-page-robot', [
       ...videoChannel(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d'),
     ]);
-    cleanups.push(() => robot.remove());
+    t.defer(() => robot.remove());
     const source = ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: 3000, gop: 30 });
-    cleanups.push(() => source.stop());
+    t.defer(() => source.stop());
     const token = await robot.token('drive');
     const page = await openPage(`robot=pilot-page-robot&token=${encodeURIComponent(token)}`);
 
