@@ -80,6 +80,8 @@ function harness(options: { role?: 'driver' | 'observer'; commandTimeoutMs?: num
     clock: stallable.clock,
     closeGraceMs: 2000,
     maxCommandAgeMs: 500,
+    // A finer period than the daemon's 300 ms default, so each test can step tick by tick.
+    heartbeatMs: 200,
     commandTimeoutMs: options.commandTimeoutMs ?? 1000,
     onDriverIdle: (sessionId, idleMs) => idle.push({ sessionId, idleMs }),
   });
@@ -119,7 +121,7 @@ async function welcomed(h: ReturnType<typeof harness>): Promise<void> {
 }
 
 describe('heartbeat and a pilot that is gone', () => {
-  it('welcome announces 200 ms; a heartbeat with a growing seq follows every 200 ms while the pilot echoes', async () => {
+  it('welcome announces the period (200 ms in this harness); a heartbeat with a growing seq follows every period while the pilot echoes', async () => {
     const h = harness();
     await welcomed(h);
     expect(h.session.find('welcome')).toMatchObject({ heartbeat_ms: 200 });

@@ -213,7 +213,7 @@ describe('robot-side UDP interfaces', () => {
         { id: 3, name: 'drive', kind: 'command', codec: 'json' },
       ],
       qos: { profile: 'balanced', presentation_delay_ms: 100 },
-      heartbeat_ms: 200,
+      heartbeat_ms: 300,
     });
     expect(observer.fake.find('welcome')).toMatchObject({ role: 'observer', session_id: observer.fake.id });
   });

@@ -4,8 +4,14 @@
  */
 import type { TimerHandle } from '@svc/runtime';
 
-/** How often the robot sends `heartbeat` to a welcomed session (announced in `welcome.heartbeat_ms`). */
-export const HEARTBEAT_MS = 200;
+/**
+ * How often the robot sends `heartbeat` to a welcomed session (announced in `welcome.heartbeat_ms`).
+ * 300 ms leaves two echoes inside {@link PILOT_SILENCE_MS}. At 200 ms a video channel on a link
+ * capped below its rate, with a publisher that ignores every request, delivered measurably fewer
+ * frames (the `abr` test's deaf-publisher case: 17 against more than 20 painted in 8 s); the
+ * cause is not understood yet (ADR 0018).
+ */
+export const HEARTBEAT_MS = 300;
 /** A welcomed session the pilot has been silent in for longer than this is ended. */
 export const PILOT_SILENCE_MS = 600;
 
