@@ -144,9 +144,10 @@ describe('svcd probe-input against an RTSP camera', () => {
   });
 
   it('names each failure: unreachable host, 401, no such mount', async () => {
-    const closed = await freeUdpPort();
+    // Port 1: nothing listens there (a free port number could be taken by another test's RTSP
+    // server while this one runs).
     const unreachable = await probe([
-      `rtsp://127.0.0.1:${closed}/cam`,
+      'rtsp://127.0.0.1:1/cam',
       '--codec',
       'avc1.42c01e',
       '--seconds',
