@@ -146,13 +146,7 @@ describe('svcd probe-input against an RTSP camera', () => {
   it('names each failure: unreachable host, 401, no such mount', async () => {
     // Port 1: nothing listens there (a free port number could be taken by another test's RTSP
     // server while this one runs).
-    const unreachable = await probe([
-      'rtsp://127.0.0.1:1/cam',
-      '--codec',
-      'avc1.42c01e',
-      '--seconds',
-      '2',
-    ]);
+    const unreachable = await probe(['rtsp://127.0.0.1:1/cam', '--codec', 'avc1.42c01e', '--seconds', '2']);
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/error \(unreachable\)/);
 
