@@ -3,7 +3,7 @@
  * presenter's hold as it is shipped) that reads the glass source's pixel code back from every
  * painted picture, and notes the HUD's picture age and the frames it received.
  */
-import { PilotConnection, requestOffer } from '@svc/pilot';
+import { type JitterTuning, PilotConnection, requestOffer } from '@svc/pilot';
 import { activeFecKernel } from '@svc/wire';
 import { BLOCK, CODE_BLOCKS, CODE_MODULUS, codeDiffMs, readGlassCode } from '../glass-code.js';
 
@@ -16,6 +16,8 @@ export interface GlassParams {
   readonly seconds: number;
   /** Connect through these URLs (a link shaper) instead of the robot's own candidates. */
   readonly viaUrls?: readonly string[];
+  /** Tuning of the adaptive hold other than the SDK's defaults (for trying other settings). */
+  readonly jitter?: JitterTuning;
 }
 
 /** One painted picture. */
@@ -30,6 +32,16 @@ export type GlassPaint = [
   late: number,
   /** Painted at, ms after the first picture. */
   atMs: number,
+  /** A keyframe (1) or not (0). */
+  keyframe: number,
+  /** Capture → the frame whole at the pilot, ms (machine clock: the source and the page share it). */
+  wholeMs: number,
+  /** Whole → decoded, ms. */
+  decodeMs: number,
+  /** The hold the frame's due time was set with, ms. */
+  holdMs: number,
+  /** Paint − due, ms (how late a late frame was; 0 or a paint opportunity's slack otherwise). */
+  afterDueMs: number,
 ];
 
 /** What {@link measureGlass} saw. */
@@ -44,6 +56,10 @@ export interface GlassSample {
   readonly stats: unknown;
   /** The FEC kernel the page used. */
   readonly kernel: string;
+  /** The connection's statistics at the end (path, robot-side counters). */
+  readonly connection: unknown;
+  /** The robot's counters of the first channel every 250 ms: [ms after the first picture, counters]. */
+  readonly robotSeries: [number, unknown][];
 }
 
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -62,6 +78,7 @@ export async function measureGlass(params: GlassParams): Promise<GlassSample> {
     token: params.token,
     container: area,
     reconnect: false,
+    ...(params.jitter !== undefined && { jitter: params.jitter }),
     onFrame: (_channel, frame) => {
       frames.push([frame.frameId, epochMs() - started]);
     },
@@ -76,7 +93,21 @@ export async function measureGlass(params: GlassParams): Promise<GlassSample> {
       }
       const glassMs = codeDiffMs(Math.floor(paintedAt) % CODE_MODULUS, code) + (paintedAt % 1);
       const age = (report as { pictureAgeMs?: number }).pictureAgeMs;
-      paints.push([code, glassMs, age ?? Number.NaN, report.late ? 1 : 0, paintedAt - firstPaint]);
+      const meta = report.meta as { keyframe?: boolean; receivedMs?: number; decodedMs?: number };
+      const receivedMs = meta.receivedMs ?? report.paintMs;
+      const wholeMs = glassMs - (report.paintMs - receivedMs);
+      paints.push([
+        code,
+        glassMs,
+        age ?? Number.NaN,
+        report.late ? 1 : 0,
+        paintedAt - firstPaint,
+        meta.keyframe === true ? 1 : 0,
+        wholeMs,
+        (meta.decodedMs ?? receivedMs) - receivedMs,
+        report.holdMs,
+        report.paintMs - report.dueMs,
+      ]);
     },
   });
   const deadline = performance.now() + 20_000;
@@ -85,7 +116,13 @@ export async function measureGlass(params: GlassParams): Promise<GlassSample> {
     connection.close();
     throw new Error(`no picture within 20 s (connection ${connection.state})`);
   }
+  const robotSeries: [number, unknown][] = [];
+  const sampler = setInterval(() => {
+    const robot = Object.values(connection.stats().robot).find((r) => 'rtt_ms' in r);
+    if (robot !== undefined && firstPaint !== undefined) robotSeries.push([epochMs() - firstPaint, robot]);
+  }, 250);
   await sleep(params.seconds * 1000);
+  clearInterval(sampler);
   const stats = connection.stats();
   connection.close();
   return {
@@ -95,6 +132,8 @@ export async function measureGlass(params: GlassParams): Promise<GlassSample> {
     connectToFirstPaintMs: firstPaint - started,
     stats: Object.values(stats.channels)[0] ?? null,
     kernel: activeFecKernel(),
+    connection: { ...stats, channels: undefined },
+    robotSeries,
   };
 }
 

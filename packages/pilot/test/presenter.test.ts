@@ -162,11 +162,30 @@ describe('CanvasPresenter', () => {
     // It covers the 4 ms decode, and stays far below the 100 ms ceiling.
     expect(snap.holdMs).toBeGreaterThanOrEqual(4);
     expect(snap.holdMs).toBeLessThanOrEqual(20);
-    // Frames are due one capture interval apart, each a few ms after it was ready.
-    const dues = h.paints.slice(30).map((p) => p.dueMs);
+    // After the start's first second (the hold learns nothing from it), frames are due one capture
+    // interval apart, each a few ms after it was ready.
+    const dues = h.paints.slice(31).map((p) => p.dueMs);
     for (let i = 1; i < dues.length; i++) expect(dues[i]! - dues[i - 1]!).toBeCloseTo(FRAME_MS, 6);
-    for (const p of h.paints.slice(30)) expect(p.dueMs - (p.meta.receivedMs! + 4)).toBeLessThanOrEqual(20);
+    for (const p of h.paints.slice(31)) expect(p.dueMs - (p.meta.receivedMs! + 4)).toBeLessThanOrEqual(20);
     expect(h.frames.every((f) => f.closes === 1)).toBe(true);
+  });
+
+  it('paints each frame at the paint opportunity nearest its due time, not the first one after it', () => {
+    const h = harness(100);
+    // 25 fps on a 60 Hz display, so due times fall at every phase of the display's interval; every
+    // other frame 20 ms late: the hold covers it, and on-time frames wait well past ready.
+    const decodeMs = 4;
+    for (let i = 0; i < 150; i++) {
+      const atMs = 1000 + i * 40 + (i % 2) * 20;
+      h.vsyncTo(atMs + decodeMs);
+      h.arrive(i, i * 40, atMs, [320, 240], decodeMs);
+    }
+    h.vsyncTo(8000);
+    const waiting = h.paints.slice(40).filter((p) => p.dueMs - (p.meta.receivedMs! + decodeMs) >= VSYNC_MS);
+    expect(waiting.length).toBeGreaterThan(40);
+    expect(waiting.every((p) => Math.abs(p.paintMs - p.dueMs) <= VSYNC_MS / 2 + 1e-6)).toBe(true);
+    // Some go out a little before their time: waiting for the next opportunity would be later still.
+    expect(waiting.some((p) => p.paintMs < p.dueMs)).toBe(true);
   });
 
   it('raises the hold to cover a jittery link, so few frames miss their time, and never above the ceiling', () => {
@@ -210,16 +229,16 @@ describe('CanvasPresenter', () => {
 
   it('paints a frame that is ready after its time at the next opportunity and counts it late', () => {
     const h = harness(100);
-    play(h, 0, 30);
-    h.vsyncTo(2100);
+    play(h, 0, 60);
+    h.vsyncTo(3100);
     const hold = h.presenter.holdMs;
     expect(hold).toBeLessThan(20);
-    // Frame 30 comes 40 ms after its slot: more than the hold covers.
-    h.arrive(30, 30 * FRAME_MS, 1000 + 30 * FRAME_MS + 40, [320, 240], 4);
+    // Frame 60 comes 40 ms after its slot: more than the hold covers.
+    h.arrive(60, 60 * FRAME_MS, 1000 + 60 * FRAME_MS + 40, [320, 240], 4);
     expect(h.stats().late).toBe(1);
-    const readyMs = 1000 + 30 * FRAME_MS + 44;
+    const readyMs = 1000 + 60 * FRAME_MS + 44;
     h.paintAt(readyMs + 1);
-    expect(h.painted().at(-1)).toBe(30);
+    expect(h.painted().at(-1)).toBe(60);
     expect(h.paints.at(-1)).toMatchObject({ late: true, paintMs: readyMs + 1 });
     expect(h.paints.at(-1)!.dueMs).toBeLessThan(readyMs);
   });
@@ -268,7 +287,7 @@ describe('CanvasPresenter', () => {
     expect(h.presenter.queued).toBe(0);
   });
 
-  it('after a start (the replay at join), the frames decoded behind the first picture are all painted in turn, and the hold does not take their wait for decode time', () => {
+  it('after a start (the replay at join), the frames decoded behind the first picture are all painted in turn, and the hold does not learn from their wait', () => {
     const h = harness(100);
     // The first picture (the replay's last frame) and the live frames 1..9 that became whole while
     // the replay decoded come out of the decoder together, 300 ms after the first became whole.
@@ -283,6 +302,20 @@ describe('CanvasPresenter', () => {
     const w = waits(h);
     for (let i = 40; i < 120; i++) expect(w.get(i)).toBeLessThanOrEqual(20 + VSYNC_MS);
     expect(h.presenter.holdMs).toBeLessThan(20);
+  });
+
+  it('a start that is late for reasons of its own (frames queued behind the replay on the wire) teaches the hold nothing', () => {
+    const h = harness(100);
+    // The first picture comes at once; the next 20 frames were queued behind the replay on a new
+    // connection and come 150 ms late, catching up by 7.5 ms a frame; then the link is calm.
+    play(h, 0, 90, (i) => (i === 0 || i > 20 ? 0 : 150 - (i - 1) * 7.5));
+    h.vsyncTo(4000);
+    expect(h.stats()).toMatchObject({ painted: 90, skippedBehind: 0 });
+    // Two seconds after the first picture the hold is what the calm link needs, not the start's
+    // lateness on its way down from the ceiling.
+    expect(h.presenter.holdMs).toBeLessThan(10);
+    const w = waits(h);
+    for (let i = 40; i < 90; i++) expect(w.get(i)).toBeLessThanOrEqual(10 + VSYNC_MS);
   });
 
   it('after the start, a backlog over the ceiling is truly behind again', () => {
@@ -402,17 +435,19 @@ describe('CanvasPresenter', () => {
 
   it('drain() resolves once every waiting frame has been painted or dropped', async () => {
     const h = harness(100);
-    h.arrive(0, 0, 0);
-    h.paintAt(0);
-    h.arrive(1, 33, 33, [320, 240], 4);
+    // Past the start's first second, so the hold has learnt the link: every other frame 30 ms late.
+    play(h, 0, 60, (i) => (i % 2) * 30);
+    h.vsyncTo(3000);
+    const readyMs = 1000 + 60 * FRAME_MS + 4;
+    h.arrive(60, 60 * FRAME_MS, readyMs - 4, [320, 240], 4);
     let drained = false;
     const done = h.presenter.drain().then(() => {
       drained = true;
     });
-    h.paintAt(37);
+    h.paintAt(readyMs + 1);
     await Promise.resolve();
     expect(drained).toBe(false);
-    h.paintAt(100);
+    h.paintAt(readyMs + 100);
     await done;
     expect(drained).toBe(true);
   });

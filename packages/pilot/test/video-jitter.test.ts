@@ -40,7 +40,7 @@ function feed(
     const readyMs = arrivalMs + processingMs(i);
     const captureUs = CAPTURE_BASE_US + Math.round(captureMs * 1000);
     estimator.handleArrival(arrivalMs, captureUs);
-    estimator.handleProcessing(readyMs, readyMs - arrivalMs);
+    estimator.handleReady(readyMs, captureUs);
     fed.push({ arrivalMs, readyMs, captureUs });
   }
   return fed;
@@ -69,24 +69,48 @@ describe('JitterEstimator', () => {
     expect(j.jitterMs).toBeLessThanOrEqual(3);
   });
 
-  it('with ±20 ms of jitter, the hold covers it: 95 % of frames are ready by their due time', () => {
+  it('with ±20 ms of jitter, the hold covers it: 98 % of frames are ready by their due time', () => {
     const random = seeded(2);
     const j = estimator();
     const extra = (): number => (random() - 0.5) * 40;
     feed(j, 0, 150, extra);
-    // From here on, each frame's due time is set as the presenter does, with the hold at its arrival.
+    // From here on, each frame's due time is set as the presenter does: with the hold in force
+    // when it is ready, before it teaches the hold.
     let late = 0;
-    const total = 300;
+    const total = 600;
     for (let i = 150; i < 150 + total; i++) {
-      const [f] = feed(j, i, i + 1, extra);
-      const due = j.expectedArrivalMs(f!.captureUs)! + j.holdMs(f!.readyMs);
-      if (f!.readyMs > due) late++;
+      const captureMs = i * FRAME_MS;
+      const arrivalMs = 10_000 + captureMs + BASE_MS + extra();
+      const readyMs = arrivalMs + 4;
+      const captureUs = CAPTURE_BASE_US + Math.round(captureMs * 1000);
+      j.handleArrival(arrivalMs, captureUs);
+      const due = j.expectedArrivalMs(captureUs)! + j.holdMs(readyMs);
+      j.handleReady(readyMs, captureUs);
+      if (readyMs > due) late++;
     }
-    expect(late / total).toBeLessThanOrEqual(0.05);
+    expect(late / total).toBeLessThanOrEqual(0.02);
     // Covering ±20 ms takes most of the 40 ms spread, and no more than the ceiling.
-    const hold = j.holdMs(20_000);
+    const hold = j.holdMs(40_000);
     expect(hold).toBeGreaterThanOrEqual(30);
     expect(hold).toBeLessThanOrEqual(100);
+  });
+
+  it('takes one percentile of lateness and decode time together: a frame late on the link and another slow to decode do not add up', () => {
+    const j = estimator();
+    // One frame in 15 is 20 ms late on the link (decoded in 3 ms); another one in 15 is on time
+    // but takes 13 ms to decode. No frame is ever ready more than 23 ms after the line.
+    const fed = feed(
+      j,
+      0,
+      150,
+      (i) => (i % 15 === 0 ? 20 : 0),
+      (i) => (i % 15 === 7 ? 13 : 3),
+    );
+    const hold = j.holdMs(fed.at(-1)!.readyMs);
+    expect(hold).toBeGreaterThanOrEqual(23);
+    // Separate percentiles would hold 20 + 13 + the margin.
+    expect(hold).toBeLessThanOrEqual(26);
+    expect(j.readinessMs).toBeCloseTo(23, 2);
   });
 
   it('rises at once when a burst of frames arrives later than the hold covers', () => {
@@ -106,28 +130,26 @@ describe('JitterEstimator', () => {
     expect(j.holdMs(fed[0]!.readyMs)).toBeLessThan(10);
   });
 
-  it('falls slowly once the link is calm again: at most 5 ms per second, down to what is needed', () => {
+  it('falls slowly once the link is calm again: at most 20 ms per second, down to what is needed', () => {
     const j = estimator();
     feed(j, 0, 90, () => 0);
     const burst = feed(j, 90, 100, () => 50);
     const high = j.holdMs(burst.at(-1)!.readyMs);
     expect(high).toBeGreaterThanOrEqual(50);
     // Calm frames for 10 s: once the burst has left the 3 s window the hold may come down, but
-    // never faster than 5 ms per second of calm.
+    // never faster than 20 ms per second of calm.
     let previous = high;
     let previousAt = burst.at(-1)!.readyMs;
     for (let i = 100; i < 400; i++) {
       const [f] = feed(j, i, i + 1, () => 0);
       const hold = j.holdMs(f!.readyMs);
       const elapsedMs = Math.max(0, f!.readyMs - previousAt);
-      expect(previous - hold).toBeLessThanOrEqual((elapsedMs * 5) / 1000 + 1e-9);
+      expect(previous - hold).toBeLessThanOrEqual((elapsedMs * 20) / 1000 + 1e-9);
       previous = hold;
       previousAt = Math.max(previousAt, f!.readyMs);
     }
-    expect(previous).toBeLessThan(high - 20);
-    // After long enough it is back where a calm link needs it.
-    const last = feed(j, 400, 1000, () => 0);
-    expect(j.holdMs(last.at(-1)!.readyMs)).toBeLessThan(10);
+    // Within a few seconds of the burst leaving the window it is back where a calm link needs it.
+    expect(previous).toBeLessThan(10);
   });
 
   it('a step up in the base delay is not added on top: frames wait for the new line, not for the step', () => {

@@ -862,6 +862,7 @@ export class PilotConnection {
       link: from.link,
       container: this.#options.container,
       presentationDelayMs: this.#options.presentationDelayMs,
+      jitter: this.#options.jitter,
       clockOffsetMs: undefined,
       robotClockMs: () => this.robotClockMs(),
       commandHold: () => this.#commandHold,

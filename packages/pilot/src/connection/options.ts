@@ -1,5 +1,6 @@
 import type { BackoffPolicy, Clock, Logger } from '@svc/runtime';
 import type { AssembledFrame, ControlMessage, ControlRole, ControlSourceState, Reassembler } from '@svc/wire';
+import type { JitterTuning } from '../video/jitter.js';
 import type { PlayerPaintReport } from '../video/player.js';
 import type { VideoStatsSnapshot } from '../video/stats.js';
 import type { PilotRefusal } from './refusal.js';
@@ -176,6 +177,8 @@ export type PilotConnectOptions = RobotAddressSource &
     readonly container: HTMLElement;
     /** Overrides the profile's presentation delay (0 paints as soon as decoded). */
     readonly presentationDelayMs?: number;
+    /** Tuning of the adaptive hold under the presentation delay (`docs/pilot.md`); defaults suit most links. */
+    readonly jitter?: JitterTuning;
     /** Reconnect after the session drops (default true), with backoff and a fresh offer. */
     readonly reconnect?: boolean;
     /** How long to wait for a candidate before also trying the next one (default 250 ms). */

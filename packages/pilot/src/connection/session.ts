@@ -13,6 +13,7 @@ import {
   wrapU32,
 } from '@svc/wire';
 import type { LossPolicy } from '../video/decoder.js';
+import type { JitterTuning } from '../video/jitter.js';
 import { type PlayerPaintReport, VideoChannelPlayer } from '../video/player.js';
 import type { Link } from './link.js';
 import type {
@@ -94,6 +95,8 @@ export interface SessionOptions {
   readonly container: HTMLElement;
   /** Overrides the profile's presentation delay. */
   readonly presentationDelayMs: number | undefined;
+  /** Tuning of the adaptive hold. */
+  readonly jitter: JitterTuning | undefined;
   /** Local clock minus the robot's, when known already. */
   readonly clockOffsetMs: number | undefined;
   /** The robot's clock now (ms), once the clock offset is known. */
@@ -340,6 +343,7 @@ export class Session {
         container: area,
         codec: channel.codec,
         presentationDelayMs: this.#options.presentationDelayMs ?? welcome.qos.presentation_delay_ms,
+        ...(this.#options.jitter !== undefined && { jitter: this.#options.jitter }),
         lossPolicy,
         logger,
         // The reassembler's clock: frame completion and paint times on one time line.

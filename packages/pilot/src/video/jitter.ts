@@ -4,11 +4,14 @@ import { percentile, pruneBefore, sortedValues, type TimedSample } from './windo
 export interface JitterTuning {
   /** How far back the estimate looks, ms (default 3000). */
   readonly windowMs?: number;
-  /** The share of frames the hold must cover, 0..1 (default 0.95). */
+  /** The share of frames the hold must have ready by their due time, 0..1 (default 0.98). */
   readonly percentile?: number;
   /** Added to the hold for the paint loop's own slack, ms (default 2). */
   readonly marginMs?: number;
-  /** How fast the hold comes down when the link calms, ms per second (default 5). */
+  /**
+   * How fast the hold comes down once what it must cover has left the window, ms per second
+   * (default 20): a hold raised by a hiccup is back within a few seconds, in steps too small to see.
+   */
   readonly fallMsPerSecond?: number;
   /**
    * A frame this far off the earliest-arrival line, ms, later or earlier (default 1000), starts a
@@ -47,11 +50,14 @@ const MAX_SAMPLES = 1024;
  * Each frame's arrival (local ms, when it became whole) is set against its capture time (source µs,
  * monotonic). The earliest-arrival line is the smallest `arrival − capture` in the window: where a
  * frame lands when the link adds nothing. A frame's lateness is how far above that line it
- * arrived, judged when it arrives; when the earliest frame leaves the window and the line moves
- * later, lateness and the hold are re-based on it (a base delay that grew is not jitter). The hold is the chosen percentile of lateness over the window, plus the same percentile
- * of processing time (arrival to decoded), plus a margin, capped at the ceiling. It rises at once
- * when it must, and comes down by at most `fallMsPerSecond` while the link is calm, so one calm
- * second does not undo what a jittery one taught.
+ * arrived; its readiness is how far above the line it was ready to show (decoded): lateness and
+ * decode time together, as the frame met them. Both are judged against the line as it stands;
+ * when the earliest frame leaves the window and the line moves later, they and the hold are
+ * re-based on it (a base delay that grew is not jitter). The hold is the chosen percentile of
+ * readiness over the window plus a margin, capped at the ceiling: one percentile of the sum, so a
+ * keyframe that is both late and slow to decode counts once, not in two separate percentiles. It
+ * rises at once when it must, and comes down by at most `fallMsPerSecond` once what raised it has
+ * left the window.
  *
  * A frame should be shown at `expectedArrivalMs(capture) + holdMs(now)`.
  */
@@ -65,26 +71,26 @@ export class JitterEstimator {
   /** Per frame, arrival minus capture time, ms: its place against the line. */
   readonly #offsets: TimedSample[] = [];
   readonly #lateness: TimedSample[] = [];
-  readonly #processing: TimedSample[] = [];
+  readonly #readiness: TimedSample[] = [];
   /** Smallest `arrival − capture` in the window, ms; `undefined` before the first frame. */
   #lineOffsetMs: number | undefined;
   #latestArrivalMs = Number.NEGATIVE_INFINITY;
-  #latestProcessingMs = Number.NEGATIVE_INFINITY;
+  #latestReadyMs = Number.NEGATIVE_INFINITY;
   #holdMs = 0;
   /** When {@link #holdMs} was last brought up to date, local ms. */
   #holdAtMs: number | undefined;
   #jitterMs: number | null = null;
-  #processingEstimateMs: number | null = null;
+  #readinessEstimateMs: number | null = null;
   #dirty = false;
 
   constructor(options: JitterEstimatorOptions) {
     this.#ceilingMs = checkCeiling(options.ceilingMs);
     this.#windowMs = positive('windowMs', options.windowMs ?? 3000);
-    this.#percentile = options.percentile ?? 0.95;
+    this.#percentile = options.percentile ?? 0.98;
     if (!(this.#percentile > 0 && this.#percentile <= 1))
       throw new TypeError(`percentile must be in (0, 1], got ${this.#percentile}`);
     this.#marginMs = nonNegative('marginMs', options.marginMs ?? 2);
-    this.#fallMsPerSecond = positive('fallMsPerSecond', options.fallMsPerSecond ?? 5);
+    this.#fallMsPerSecond = positive('fallMsPerSecond', options.fallMsPerSecond ?? 20);
     this.#restartAfterMs = positive('restartAfterMs', options.restartAfterMs ?? 1000);
   }
 
@@ -99,10 +105,13 @@ export class JitterEstimator {
     return this.#jitterMs;
   }
 
-  /** The chosen percentile of processing time over the window, ms; `null` before the first sample. */
-  get processingMs(): number | null {
+  /**
+   * The chosen percentile of readiness over the window (how far above the line frames were ready
+   * to show), ms; `null` before the first sample.
+   */
+  get readinessMs(): number | null {
     this.#refresh();
-    return this.#processingEstimateMs;
+    return this.#readinessEstimateMs;
   }
 
   /**
@@ -115,6 +124,8 @@ export class JitterEstimator {
     const offsetMs = arrivalMs - captureUs / 1000;
     const line = this.#lineOffsetMs;
     if (line === undefined || Math.abs(offsetMs - line) > this.#restartAfterMs) {
+      // Readiness stays: how far above its line a frame is ready describes the link and the
+      // decoder, whichever line it was measured against.
       this.#offsets.length = 0;
       this.#lateness.length = 0;
       this.#latestArrivalMs = arrivalMs;
@@ -144,14 +155,19 @@ export class JitterEstimator {
   }
 
   /**
-   * Takes the time one frame took from its arrival until it was ready to show (decode and the wait
-   * before it), ms, measured at `atMs`.
+   * Takes the moment one frame was ready to show (decoded), after its {@link handleArrival}.
+   * Ignored before the first frame.
+   *
+   * @param readyMs - Local clock when it was ready, ms.
+   * @param captureUs - Its capture time, µs, as given to {@link handleArrival}.
    */
-  handleProcessing(atMs: number, processingMs: number): void {
-    this.#latestProcessingMs = Math.max(this.#latestProcessingMs, atMs);
-    this.#processing.push({ atMs, value: Math.max(0, processingMs) });
-    pruneBefore(this.#processing, this.#latestProcessingMs - this.#windowMs);
-    trim(this.#processing);
+  handleReady(readyMs: number, captureUs: number): void {
+    const line = this.#lineOffsetMs;
+    if (line === undefined) return;
+    this.#latestReadyMs = Math.max(this.#latestReadyMs, readyMs);
+    this.#readiness.push({ atMs: readyMs, value: Math.max(0, readyMs - captureUs / 1000 - line) });
+    pruneBefore(this.#readiness, this.#latestReadyMs - this.#windowMs);
+    trim(this.#readiness);
     this.#dirty = true;
   }
 
@@ -172,9 +188,9 @@ export class JitterEstimator {
     this.#refresh();
     const needed = Math.min(
       this.#ceilingMs,
-      this.#jitterMs === null
+      this.#readinessEstimateMs === null
         ? 0
-        : this.#jitterMs + (this.#processingEstimateMs ?? 0) + (this.#ceilingMs > 0 ? this.#marginMs : 0),
+        : this.#readinessEstimateMs + (this.#ceilingMs > 0 ? this.#marginMs : 0),
     );
     const since = this.#holdAtMs === undefined ? 0 : Math.max(0, nowMs - this.#holdAtMs);
     if (needed >= this.#holdMs) this.#holdMs = needed;
@@ -192,7 +208,7 @@ export class JitterEstimator {
 
   /**
    * Forgets the line (the source restarted its capture clock): the next frame starts a new one. The
-   * hold and the processing times stay, as they describe the link and the decoder.
+   * hold and the readiness samples stay, as they describe the link and the decoder.
    */
   reset(): void {
     this.#lineOffsetMs = undefined;
@@ -208,9 +224,11 @@ export class JitterEstimator {
    * where they were instead of adding the step on top of the hold.
    */
   #lineRose(deltaMs: number): void {
-    for (let i = 0; i < this.#lateness.length; i++) {
-      const sample = this.#lateness[i]!;
-      this.#lateness[i] = { atMs: sample.atMs, value: Math.max(0, sample.value - deltaMs) };
+    for (const samples of [this.#lateness, this.#readiness]) {
+      for (let i = 0; i < samples.length; i++) {
+        const sample = samples[i]!;
+        samples[i] = { atMs: sample.atMs, value: Math.max(0, sample.value - deltaMs) };
+      }
     }
     this.#holdMs = Math.max(0, this.#holdMs - deltaMs);
   }
@@ -219,7 +237,7 @@ export class JitterEstimator {
     if (!this.#dirty) return;
     this.#dirty = false;
     this.#jitterMs = percentile(sortedValues(this.#lateness), this.#percentile);
-    this.#processingEstimateMs = percentile(sortedValues(this.#processing), this.#percentile);
+    this.#readinessEstimateMs = percentile(sortedValues(this.#readiness), this.#percentile);
   }
 }
 

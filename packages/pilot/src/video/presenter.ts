@@ -19,7 +19,10 @@ export interface PaintReport<M extends PresentMeta = PresentMeta> {
   readonly meta: M;
   /** Local clock when the frame was drawn, ms. */
   readonly paintMs: number;
-  /** When the frame was due, ms (equal to or before `paintMs`). */
+  /**
+   * When the frame was due, ms. A frame goes out at the paint opportunity nearest its due time, so
+   * `paintMs` may be up to half a paint interval before it.
+   */
   readonly dueMs: number;
   /** Whether it was ready only after its due time (it was then painted at once). */
   readonly late: boolean;
@@ -70,6 +73,19 @@ export type PresentableFrame = Pick<VideoFrame, 'displayWidth' | 'displayHeight'
  */
 const START_PLAYOUT_MS = 1000;
 
+/**
+ * For this long after a start the hold learns nothing: the replay at join, the frames queued
+ * behind it on the wire and in the decoder, and a new connection's first round trips are late for
+ * reasons the link will not repeat. A hold learnt from them would sit at the ceiling and take
+ * seconds to come down.
+ */
+const WARM_UP_MS = 1000;
+
+/** The display's paint interval assumed until paints have measured it, ms (60 Hz). */
+const DEFAULT_PAINT_INTERVAL_MS = 1000 / 60;
+/** Paint intervals outside this range (ms) are gaps between paints, not the display's rate. */
+const PAINT_INTERVAL_RANGE_MS = [4, 40] as const;
+
 interface Queued<M> {
   readonly frame: PresentableFrame;
   readonly meta: M;
@@ -99,7 +115,7 @@ type Context2D = CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D;
  *   `reanchors`) instead of holding every later frame.
  * - A start's backlog (after the first frame of a start or a {@link CanvasPresenter.reset}: the
  *   replay at join and the live frames that queued behind it while it decoded) is played out, one
- *   frame per paint, for up to a second, and its wait is not taken for decode time by the hold.
+ *   frame per paint, for up to a second; the hold learns nothing in a start's first second.
  * - With `presentationDelayMs` 0 each frame is painted at the next paint opportunity, and a newer
  *   one supersedes it if it comes first.
  *
@@ -124,8 +140,17 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
    * time. The local ms when it ends at the latest.
    */
   #startUntilMs: number | undefined;
+  /** Until when (local ms) the hold learns nothing after a start; see {@link WARM_UP_MS}. */
+  #warmUntilMs = Number.NEGATIVE_INFINITY;
   #context: Context2D | undefined;
   #paintScheduled = false;
+  /** The display's paint interval, ms, measured between consecutive paint opportunities. */
+  #paintIntervalMs = DEFAULT_PAINT_INTERVAL_MS;
+  /**
+   * When the last paint opportunity ran, local ms, if it asked for the next one at once (frames
+   * were still waiting): the time to that next one is then exactly one paint interval.
+   */
+  #chainedFromMs: number | undefined;
   #width = 0;
   #height = 0;
   #closed = false;
@@ -173,12 +198,15 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     const capture = meta.captureTimestampUs;
     const arrivalMs = Math.min(meta.receivedMs ?? nowMs, nowMs);
     const verdict = this.#jitter.handleArrival(arrivalMs, capture);
-    if (verdict.restarted && !verdict.reanchored) this.#startUntilMs = nowMs + START_PLAYOUT_MS;
-    else if (this.#startUntilMs !== undefined && nowMs > this.#startUntilMs) this.#startUntilMs = undefined;
-    // A start's backlog waited for the replay to decode, which says nothing of the decoder later.
-    if (this.#startUntilMs === undefined) this.#jitter.handleProcessing(nowMs, nowMs - arrivalMs);
+    if (verdict.restarted && !verdict.reanchored) {
+      this.#startUntilMs = nowMs + START_PLAYOUT_MS;
+      this.#warmUntilMs = nowMs + WARM_UP_MS;
+    } else if (this.#startUntilMs !== undefined && nowMs > this.#startUntilMs) this.#startUntilMs = undefined;
     if (verdict.reanchored && this.#jitter.ceilingMs > 0) this.stats.recordReanchor();
+    // The frame is judged by the schedule in force when it came, before it teaches the hold: one
+    // that forces the hold up is late (the gap before it grew); the frames after it wait longer.
     const holdMs = this.#jitter.holdMs(nowMs);
+    if (nowMs >= this.#warmUntilMs) this.#jitter.handleReady(nowMs, capture);
     this.stats.recordHold(holdMs, this.#jitter.jitterMs);
     let dueMs = nowMs;
     let late = false;
@@ -234,6 +262,7 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     this.#paintScheduled = true;
     this.#requestFrame(() => {
       this.#paintScheduled = false;
+      this.#measurePaintInterval();
       this.#paintDue();
     });
   }
@@ -249,9 +278,12 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
     if (this.#closed) return;
     const nowMs = this.#now();
     if (this.#startUntilMs !== undefined && nowMs > this.#startUntilMs) this.#startUntilMs = undefined;
+    // A frame goes out at the paint opportunity nearest its due time: one due before the next
+    // opportunity's midpoint would otherwise wait a whole interval longer than it should.
+    const dueBy = nowMs + this.#paintIntervalMs / 2;
     let newest = -1;
     for (let i = 0; i < this.#queue.length; i++) {
-      if (this.#queue[i]!.dueMs <= nowMs) newest = i;
+      if (this.#queue[i]!.dueMs <= dueBy) newest = i;
     }
     if (newest >= 0) {
       const spanMs =
@@ -272,12 +304,28 @@ export class CanvasPresenter<M extends PresentMeta = PresentMeta> {
       // The start's backlog is played out once nothing more is due.
       if (
         this.#startUntilMs !== undefined &&
-        !(this.#queue[0] !== undefined && this.#queue[0].dueMs <= nowMs)
+        !(this.#queue[0] !== undefined && this.#queue[0].dueMs <= dueBy)
       )
         this.#startUntilMs = undefined;
     }
-    if (this.#queue.length > 0) this.#schedule();
-    else this.#settleDrain();
+    if (this.#queue.length > 0) {
+      this.#chainedFromMs = nowMs;
+      this.#schedule();
+    } else this.#settleDrain();
+  }
+
+  /**
+   * Takes the time from the last paint opportunity into the display's interval, when that one
+   * asked for this one at once (otherwise the time between them includes a wait for a frame).
+   */
+  #measurePaintInterval(): void {
+    const nowMs = this.#now();
+    const from = this.#chainedFromMs;
+    this.#chainedFromMs = undefined;
+    if (from === undefined) return;
+    const interval = nowMs - from;
+    if (interval < PAINT_INTERVAL_RANGE_MS[0] || interval > PAINT_INTERVAL_RANGE_MS[1]) return;
+    this.#paintIntervalMs += (interval - this.#paintIntervalMs) / 8;
   }
 
   #paint(q: Queued<M>, nowMs: number): void {
