@@ -73,18 +73,41 @@ describe('PilotConnection: offering', () => {
     expect(h.offers).toHaveLength(1);
   });
 
-  it('offering → denied: an offline robot on the first attempt is a refusal (robot-offline), not retried in silence', async () => {
+  it('offering → reconnecting: an offline robot before any session is asked for again, with the refusal said all along, until it connects', async () => {
     const h = harness();
     h.connection.connect();
     await settle();
     h.offers[0]!.answer.reject(new OfferError('robot-offline', 'robot r1 is offline now; try again later'));
     await settle();
-    expect(h.connection.state).toBe('denied');
-    expect(h.connection.refusal).toEqual({
-      code: 'robot-offline',
-      message: 'robot r1 is offline now; try again later',
-    });
-    expect(h.clock.pendingTimers).toBe(0);
+    expect(h.connection.state).toBe('reconnecting');
+    const offline = { code: 'robot-offline', message: 'robot r1 is offline now; try again later' };
+    expect(h.connection.refusal).toEqual(offline);
+    // Asked for again after the backoff, and still said while the next offer is pending.
+    await h.clock.advanceAsync(5000);
+    expect(h.offers).toHaveLength(2);
+    expect(h.connection.refusal).toEqual(offline);
+    // Without reconnecting it is final.
+    const once = harness({ reconnect: false });
+    once.connection.connect();
+    await settle();
+    once.offers[0]!.answer.reject(new OfferError('robot-offline', 'robot r1 is offline now'));
+    await settle();
+    expect(once.connection.state).toBe('denied');
+    expect(once.connection.refusal).toEqual({ code: 'robot-offline', message: 'robot r1 is offline now' });
+    expect(once.clock.pendingTimers).toBe(0);
+  });
+
+  it('an offline robot that comes back: the refusal clears once connected', async () => {
+    const h = harness();
+    h.connection.connect();
+    await settle();
+    h.offers[0]!.answer.reject(new OfferError('robot-offline', 'robot r1 is offline now'));
+    await settle();
+    expect(h.connection.refusal?.code).toBe('robot-offline');
+    await h.clock.advanceAsync(5000);
+    await toConnected(h);
+    expect(h.connection.state).toBe('connected');
+    expect(h.connection.refusal).toBeUndefined();
   });
 
   it('offering → reconnecting: after a session, an offline robot (restarting) is asked for again after the backoff', async () => {

@@ -380,5 +380,39 @@ describe('the cockpit on the plain pilot page', () => {
     // Neither a token nor a sign-in.
     const none = await openPage('robot=cockpit-allowed');
     expect((await refusalOf(none.page)).code).toBe('no-token');
+
+    // Someone else drives: a second drive link watches, and says so.
+    const driver = await openPage(
+      `robot=cockpit-allowed&token=${encodeURIComponent(await allowed.token('drive'))}`,
+    );
+    await driver.page.locator('svc-pilot .state', { hasText: 'connected' }).waitFor({ timeout: 30_000 });
+    const second = await openPage(
+      `robot=cockpit-allowed&token=${encodeURIComponent(await allowed.token('drive'))}`,
+    );
+    const held = await refusalOf(second.page);
+    expect(held.code).toBe('slot-taken');
+    expect(held.text).toMatch(/Someone else is driving.*watching as an observer.*hand over/);
+    // Not final: the watching page stays connected.
+    await second.page.locator('svc-pilot .state', { hasText: 'connected' }).waitFor({ timeout: 10_000 });
+
+    // The robot goes away: a page opened now says it is offline, and keeps trying.
+    const token = await allowed.token('drive');
+    await driver.context.close();
+    await second.context.close();
+    await allowed.daemon.stop();
+    const offline = await openPage(`robot=cockpit-allowed&token=${encodeURIComponent(token)}`);
+    const gone = await refusalOf(offline.page);
+    expect(gone.code).toBe('robot-offline');
+    expect(gone.text).toMatch(/robot is offline.*keeps trying/);
+    // Not final: the box says the page keeps trying, and it still does a few seconds later.
+    const box = offline.page.locator('svc-pilot .refusal');
+    expect(await box.getAttribute('data-final')).toBe('false');
+    await offline.page.waitForTimeout(3000);
+    expect(await box.getAttribute('data-code')).toBe('robot-offline');
+    expect(await offline.page.locator('svc-pilot .state').textContent()).not.toMatch(/closed|denied/);
+    // Back: the page connects by itself and the message goes.
+    await allowed.restart();
+    await offline.page.locator('svc-pilot .state', { hasText: 'connected' }).waitFor({ timeout: 30_000 });
+    await box.waitFor({ state: 'hidden', timeout: 5_000 });
   });
 });

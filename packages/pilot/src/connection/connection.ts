@@ -96,6 +96,11 @@ export class PilotConnection {
   #helloScope: 'drive' | 'observe' | undefined;
   /** Whether a session was ever connected: an offline robot is a refusal only before that. */
   #everConnected = false;
+  /**
+   * Set while the robot has been offline since the start (no session yet) and the connection asks
+   * again after each backoff: `refusal` says so meanwhile, so the wait is never silent.
+   */
+  #offline: PilotRefusal | undefined;
   /** Removes the `pagehide` listener. */
   #unlistenPage: (() => void) | undefined;
   #malformed = 0;
@@ -201,6 +206,7 @@ export class PilotConnection {
   get refusal(): PilotRefusal | undefined {
     const state = this.#state;
     if (state.kind === 'denied') return { code: state.code, message: state.reason };
+    if (state.kind !== 'connected' && this.#offline !== undefined) return this.#offline;
     const session = sessionOf(state);
     const scope = this.#helloScope ?? this.#signalling()?.scope;
     if (session === undefined || session.role !== 'observer' || scope !== 'drive') return undefined;
@@ -703,14 +709,19 @@ export class PilotConnection {
       this.#ignoreLate('an attempt failed');
       return;
     }
-    // A refused token or a missing grant stays refused; so does an offline robot before any
-    // session (the page says so; after a session it is probably restarting, and is waited for).
-    // A network problem passes.
+    // A refused token or a missing grant stays refused. An offline robot before any session is a
+    // refusal that passes: asked for again after each backoff, with `refusal` saying so meanwhile
+    // (final only without reconnecting); after a session it is probably restarting, and is waited
+    // for. A network problem passes.
     if (isOfferError(err, 'bad-token')) this.#deny('token-refused', err.message);
     else if (isOfferError(err, 'forbidden')) this.#deny('forbidden', err.message);
-    else if (isOfferError(err, 'robot-offline') && !this.#everConnected)
-      this.#deny('robot-offline', err.message);
-    else this.#drop(err instanceof Error ? err.message : String(err));
+    else if (isOfferError(err, 'robot-offline') && !this.#everConnected) {
+      if (this.#options.reconnect === false) this.#deny('robot-offline', err.message);
+      else {
+        this.#offline = { code: 'robot-offline', message: err.message };
+        this.#drop(err.message);
+      }
+    } else this.#drop(err instanceof Error ? err.message : String(err));
   }
 
   #deny(code: PilotRefusalCode, reason: string): void {
@@ -896,6 +907,7 @@ export class PilotConnection {
     }
     const { attempt, link } = state;
     this.#everConnected = true;
+    this.#offline = undefined;
     // An observer keeps the presentation it chose in an earlier session.
     const own = this.#presentation;
     if (own !== undefined && session.role !== 'driver') {

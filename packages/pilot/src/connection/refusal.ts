@@ -9,7 +9,8 @@ import { CodedError, codedErrorGuard } from '@svc/runtime';
  *
  * - `forbidden`: no access to this robot (the token endpoint's 403, or signalling's `forbidden`);
  * - `unknown-robot`: no such robot, or none the person may see (the token endpoint's 404);
- * - `robot-offline`: the robot is not connected to the service (on the first attempt);
+ * - `robot-offline`: the robot has not been connected to the service since the page asked (not a
+ *   denial: the connection asks again after each backoff, and is denied only with `reconnect: false`);
  * - `token-refused`: the pilot session token is expired, revoked or not valid;
  * - `signed-out`: the person's sign-in is over (the token endpoint's 401): sign in again;
  * - `request-refused`: the token endpoint refused the request otherwise (another 4xx but 429);

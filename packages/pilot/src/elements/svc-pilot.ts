@@ -401,9 +401,14 @@ export class SvcPilotElement extends HTMLElement {
             : refusal(refusalCodeOfConnection(given.code), given.message, true),
         );
         return;
+      case 'reconnecting':
+        this.#controls.disable();
+        this.#setRole(undefined);
+        // The robot has been offline since the page opened: say so while the connection asks again.
+        if (given?.code === 'robot-offline') this.#setRefusal(refusal('robot-offline', given.message));
+        return;
       case 'idle':
       case 'connecting':
-      case 'reconnecting':
       case 'closed':
         this.#controls.disable();
         this.#setRole(undefined);
