@@ -92,13 +92,35 @@ describe('refusals', () => {
   it("the robot's denied → robot-denied with its reason", async () => {
     const h = harness();
     const transport = await toHandshake(h);
-    transport.say({ type: 'denied', reason: 'robot busy: 4 of 4 sessions in use (max_sessions)' });
+    transport.say({
+      type: 'denied',
+      reason: 'robot busy: 4 of 4 sessions in use (max_sessions)',
+      code: 'busy',
+    });
     await settle();
     expect(h.connection.refusal).toEqual({
       code: 'robot-denied',
       message: 'robot busy: 4 of 4 sessions in use (max_sessions)',
     });
   });
+
+  it.each([
+    ['token-refused', 'token-refused'],
+    ['token-revoked', 'token-refused'],
+    ['token-in-use', 'robot-denied'],
+    [undefined, 'robot-denied'],
+  ] as const)(
+    "the robot's denied with code %s → %s (a robot before codes: robot-denied)",
+    async (given, code) => {
+      const h = harness();
+      const transport = await toHandshake(h);
+      const reason = 'pilot session token refused (expired): the token has expired';
+      transport.say({ type: 'denied', reason, ...(given !== undefined && { code: given }) });
+      await settle();
+      expect(h.connection.state).toBe('denied');
+      expect(h.connection.refusal).toEqual({ code, message: reason });
+    },
+  );
 
   it('a drive token admitted as an observer stays connected and says the driver slot is held', async () => {
     const h = harness({ token: jwt({ sub: 'user:bob', scope: 'drive' }) });

@@ -66,7 +66,11 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
       claims = await verifier.verify(hello.token);
     } catch (err) {
       if (!isSessionTokenError(err)) throw err;
-      return { ok: false, reason: `pilot session token refused (${err.code}): ${err.message}` };
+      return {
+        ok: false,
+        code: 'token-refused',
+        reason: `pilot session token refused (${err.code}): ${err.message}`,
+      };
     }
     const offer = hello.sessionId === undefined ? undefined : offers.get(hello.sessionId);
     const matches = offer !== undefined && offer.message.jti === claims.jti && offer.until > Date.now();

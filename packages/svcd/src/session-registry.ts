@@ -19,7 +19,7 @@ export type SessionGrant =
       readonly sessionId?: string;
       readonly role?: SessionRole;
     }
-  | { readonly ok: false; readonly reason: string };
+  | { readonly ok: false; readonly code: 'token-refused'; readonly reason: string };
 
 /** A grant that admits a pilot. */
 export type AcceptedGrant = Extract<SessionGrant, { ok: true }>;

@@ -86,10 +86,14 @@ describe('PilotSession states', () => {
   it('authorizing → closing: a refused token is denied, and the session closes after the grace', async () => {
     const h = harness();
     hello(h);
-    h.checks[0]!.settle({ ok: false, reason: 'token expired' });
+    h.checks[0]!.settle({ ok: false, code: 'token-refused', reason: 'token expired' });
     await flushMicrotasks();
     expect(h.pilot.state).toBe('closing');
-    expect(h.session.find('denied')).toEqual({ type: 'denied', reason: 'token expired' });
+    expect(h.session.find('denied')).toEqual({
+      type: 'denied',
+      reason: 'token expired',
+      code: 'token-refused',
+    });
     expect(h.session.closed).toBe(false);
     h.clock.advance(GRACE_MS);
     expect(h.session.closeInfo).toMatchObject({ code: 1, reason: 'denied' });

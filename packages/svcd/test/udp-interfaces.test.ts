@@ -52,7 +52,7 @@ const authorize: AuthorizeSession = async ({ token, sessionId }) => {
   if (token === 'verifier-crash') throw new Error(`verifier bug with ${token}`);
   const [scope, jti] = token.split(':');
   if ((scope !== 'drive' && scope !== 'observe') || jti === undefined)
-    return { ok: false, reason: 'token not accepted' };
+    return { ok: false, code: 'token-refused', reason: 'token not accepted' };
   return {
     ok: true,
     sub: `user-${jti}`,
@@ -391,6 +391,7 @@ describe('robot-side UDP interfaces', () => {
     expect(extra.fake.find('denied')).toEqual({
       type: 'denied',
       reason: 'robot busy: 1 of 1 sessions in use (max_sessions)',
+      code: 'busy',
     });
     expect(extra.fake.find('welcome')).toBeUndefined();
     expect(extra.fake.closed).toBe(true);
@@ -398,14 +399,20 @@ describe('robot-side UDP interfaces', () => {
 
   it('a refused token and a token already in use are denied; revocation closes a session', async () => {
     const r = await robot();
-    expect((await r.hello('forged')).fake.find('denied')?.reason).toBe('token not accepted');
+    expect((await r.hello('forged')).fake.find('denied')).toMatchObject({
+      reason: 'token not accepted',
+      code: 'token-refused',
+    });
     const crashed = await r.hello('verifier-crash');
-    expect(crashed.fake.find('denied')?.reason).toBe('the robot could not check the token; try again');
+    expect(crashed.fake.find('denied')).toMatchObject({
+      reason: 'the robot could not check the token; try again',
+      code: 'check-failed',
+    });
     expect(crashed.fake.closed).toBe(true);
     expect(r.registry.size).toBe(0);
     const first = await r.hello('drive:same');
     const again = await r.hello('drive:same');
-    expect(again.fake.find('denied')?.reason).toBe('token already in use');
+    expect(again.fake.find('denied')).toMatchObject({ reason: 'token already in use', code: 'token-in-use' });
     expect(again.fake.closed).toBe(true);
     expect(r.registry.revokeJti('same')).toBe(1);
     expect(first.fake.closed).toBe(true);

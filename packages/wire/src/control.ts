@@ -3,6 +3,27 @@ import { QOS_PROFILE_NAMES } from './qos-profile.js';
 import { z } from './zod.js';
 
 /**
+ * Why a robot denied a session (`denied`'s `code`):
+ * - `token-refused`: the pilot session token does not verify, has expired, or is for another robot;
+ * - `token-revoked`: the token was revoked;
+ * - `token-in-use`: another session holds this token (one session per token);
+ * - `session-in-use`: the signalling session id is taken;
+ * - `busy`: the robot has as many sessions as it takes;
+ * - `check-failed`: the robot could not check the token (try again).
+ */
+export const DENIED_CODES = [
+  'token-refused',
+  'token-revoked',
+  'token-in-use',
+  'session-in-use',
+  'busy',
+  'check-failed',
+] as const;
+
+/** One of {@link DENIED_CODES}. */
+export type DeniedCode = (typeof DENIED_CODES)[number];
+
+/**
  * Control-stream messages: one JSON object per line (`\n`), each with a `type`, on the first
  * bidirectional stream of a session. The contract is `docs/protocol/control.md`.
  */
@@ -72,7 +93,14 @@ const messages = [
       heartbeat_ms: z.number().int().min(50).max(10_000).optional(),
     })
     .strict(),
-  z.object({ type: z.literal('denied'), reason: z.string().max(256) }).strict(),
+  z
+    .object({
+      type: z.literal('denied'),
+      reason: z.string().max(256),
+      /** Why, as a stable code (`DENIED_CODES`); absent from robots that predate it. */
+      code: z.enum(DENIED_CODES).optional(),
+    })
+    .strict(),
   z.object({ type: z.literal('ping'), t: z.number() }).strict(),
   z
     .object({ type: z.literal('heartbeat'), seq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })

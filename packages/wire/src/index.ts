@@ -26,6 +26,8 @@ export {
   type ControlMessage,
   type ControlRole,
   type ControlSourceState,
+  DENIED_CODES,
+  type DeniedCode,
   encodeControlMessage,
   MAX_CONTROL_LINE_BYTES,
 } from './control.js';

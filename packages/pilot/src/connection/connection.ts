@@ -788,7 +788,13 @@ export class PilotConnection {
         else this.#ignoreLate('a second welcome');
         return;
       case 'denied':
-        this.#deny('robot-denied', message.reason);
+        // A token the robot refused is the pilot's to renew; any other refusal is the robot's.
+        this.#deny(
+          message.code === 'token-refused' || message.code === 'token-revoked'
+            ? 'token-refused'
+            : 'robot-denied',
+          message.reason,
+        );
         return;
       case 'bye':
         // The robot ends the session (revoked, or shutting down): reconnect if we should.

@@ -3,7 +3,7 @@
  * channel and the replay each video channel makes at join, and the reasons of `denied`/`bye`.
  */
 import type { QosProfile } from '@svc/qos';
-import type { ControlCatchUp, ControlChannel, ControlMessage } from '@svc/wire';
+import type { ControlCatchUp, ControlChannel, ControlMessage, DeniedCode } from '@svc/wire';
 import type { CommandChannel } from '../command-channel.js';
 import type { SensorChannel } from '../sensor-channel.js';
 import type { OpenSession } from '../session-registry.js';
@@ -12,9 +12,13 @@ import type { CatchUp, VideoChannel } from '../video-channel.js';
 /** Longest `denied`/`bye` reason the control schema takes. */
 export const MAX_REASON_CHARS = 256;
 
-/** `denied` or `bye` with a reason cut to what the schema takes. */
-export function endMessage(type: 'denied' | 'bye', reason: string): ControlMessage {
-  return { type, reason: reason.slice(0, MAX_REASON_CHARS) };
+/** `bye` with a reason cut to what the schema takes. */
+export function endMessage(type: 'bye', reason: string): ControlMessage;
+/** `denied` with a reason cut to what the schema takes and its stable code. */
+export function endMessage(type: 'denied', reason: string, code: DeniedCode): ControlMessage;
+export function endMessage(type: 'denied' | 'bye', reason: string, code?: DeniedCode): ControlMessage {
+  const cut = reason.slice(0, MAX_REASON_CHARS);
+  return type === 'denied' ? { type, reason: cut, code: code! } : { type, reason: cut };
 }
 
 /** One video channel and what it replays to a joining session. */

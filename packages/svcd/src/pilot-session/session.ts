@@ -5,6 +5,7 @@ import {
   ControlLineReader,
   type ControlMessage,
   type ControlRole,
+  type DeniedCode,
   encodeControlMessage,
   type PackedFrame,
   peekChannel,
@@ -425,7 +426,7 @@ export class PilotSession implements SessionQosProbe {
           { session: this.#session.id, err: err instanceof Error ? err.name : typeof err },
           'checking the pilot session token failed',
         );
-        this.#deny('the robot could not check the token; try again');
+        this.#deny('the robot could not check the token; try again', 'check-failed');
       },
     );
   }
@@ -440,7 +441,7 @@ export class PilotSession implements SessionQosProbe {
   #admit(grant: SessionGrant): void {
     if (this.#lateAuthorization()) return;
     if (!grant.ok) {
-      this.#deny(grant.reason);
+      this.#deny(grant.reason, grant.code);
       return;
     }
     const sessionId = grant.sessionId ?? this.#session.id;
@@ -451,16 +452,16 @@ export class PilotSession implements SessionQosProbe {
       roleChanged: (open, reason) => this.#roleChanged(open, reason),
     });
     if (!admission.ok) {
-      this.#deny(admission.reason);
+      this.#deny(admission.reason, admission.code);
       return;
     }
     this.#welcome(admission.session, grant);
   }
 
-  #deny(reason: string): void {
+  #deny(reason: string, code: DeniedCode): void {
     if (this.#session.closed) return;
-    this.#options.logger.info({ session: this.#session.id, reason }, 'pilot session denied');
-    this.#endWith(endMessage('denied', reason), 1, 'denied', this.#options.closeGraceMs ?? 0);
+    this.#options.logger.info({ session: this.#session.id, reason, code }, 'pilot session denied');
+    this.#endWith(endMessage('denied', reason, code), 1, 'denied', this.#options.closeGraceMs ?? 0);
   }
 
   #revoked(reason: string): void {
