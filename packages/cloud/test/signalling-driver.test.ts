@@ -476,6 +476,64 @@ describe.each(databaseBackends)('the driver slot on $name', (backend) => {
     });
   });
 
+  it("keeps the slot for the driver's user during the robot's reload grace: no one else gets it by asking, the same user does, and after the grace anyone may", async () => {
+    const robot = await h.robot(id('amr'), orgId);
+    const robotSocket = await h.onlineRobot(robot, announcement({ driver_grace_ms: 5000 }));
+    const olga = await person(id('Olga'), 'operator');
+    const otto = await person(id('Otto'), 'operator');
+    const driver = await join(robot.robotId, robotSocket, olga);
+    const asker = await join(robot.robotId, robotSocket, otto);
+    const requestId = await ask(asker, driver);
+
+    // The driver's page is closed: the robot ends its session and keeps the slot for Olga.
+    robotSocket.send({ type: 'session-ended', session_id: driver.sessionId });
+    const { message: cancelled } = await waitFor(asker.socket, (m) => m.type === 'control-result');
+    expect(cancelled).toMatchObject({ request_id: requestId, outcome: 'cancelled' });
+    expect(cancelled.message).toMatch(/keeps the slot for them for 5 s in case they come back/);
+    asker.socket.send({ type: 'request-control', session_id: asker.sessionId });
+    const { message: kept } = await waitFor(asker.socket, (m) => m.type === 'control-result');
+    expect(kept).toMatchObject({ session_id: asker.sessionId, outcome: 'denied' });
+    expect(kept.message).toMatch(/keeps the slot for them for 5 s more.*ask again then/);
+
+    // A new drive link of someone else inside the grace is offered as an observer.
+    const paul = await join(robot.robotId, robotSocket, await person(id('Paul'), 'operator'));
+    expect(paul.role).toBe('observer');
+
+    // Olga reloads within the grace: she is offered the slot, and the robot gives it back.
+    const back = await join(robot.robotId, robotSocket, olga);
+    expect(back.role).toBe('driver');
+    robotSocket.send({ type: 'session-started', session_id: back.sessionId, role: 'driver', sub: olga.sub });
+    await driverSeen(asker.socket, back);
+    back.socket.send({ type: 'release-control', session_id: back.sessionId });
+    expect(await robotSocket.next()).toMatchObject({ type: 'session-role', role: 'observer' });
+    await driverSeen(asker.socket, null);
+
+    // A release is not a reload: the next request gets the slot at once.
+    asker.socket.send({ type: 'request-control', session_id: asker.sessionId });
+    expect(await waitFor(asker.socket, (m) => m.type === 'control-result')).toMatchObject({
+      message: { outcome: 'granted' },
+    });
+    expect(await robotSocket.next()).toMatchObject({
+      type: 'session-role',
+      session_id: asker.sessionId,
+      role: 'driver',
+    });
+    await driverSeen(back.socket, asker);
+
+    // Otto's session ends; once his grace is over, Olga may ask and drive.
+    robotSocket.send({ type: 'session-ended', session_id: asker.sessionId });
+    await driverSeen(back.socket, null);
+    back.socket.send({ type: 'request-control', session_id: back.sessionId });
+    expect(await waitFor(back.socket, (m) => m.type === 'control-result')).toMatchObject({
+      message: { outcome: 'denied' },
+    });
+    h.clock.advance(5000);
+    back.socket.send({ type: 'request-control', session_id: back.sessionId });
+    expect(await waitFor(back.socket, (m) => m.type === 'control-result')).toMatchObject({
+      message: { outcome: 'granted' },
+    });
+  });
+
   it('changes no hands while the robot is away from the cloud, and hands over again once it is back', async () => {
     const { robot, robotSocket, driver, asker } = await scene();
     const requestId = await ask(asker, driver);

@@ -124,6 +124,7 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
       channels,
       max_sessions: agent.max_sessions,
       relay: agent.relay,
+      driver_grace_ms: agent.driver_grace_ms,
     }),
     onSessionOpen: (message) => {
       const now = Date.now();

@@ -92,6 +92,7 @@ function startClient(
       channels: [{ id: 1, name: 'front', kind: 'video', codec: 'avc1.42e01f' }],
       max_sessions: 4,
       relay: false,
+      driver_grace_ms: 5000,
     },
     next: <K extends SignallingState['kind']>(state: K) =>
       states.next((change) => change.kind === state) as Promise<StateOf<K>>,
@@ -160,6 +161,7 @@ describe('SignallingClient against a signalling server', () => {
       max_sessions: 4,
       relay: false,
       sessions: [],
+      driver_grace_ms: 5000,
     });
     expect(h.states.items.map((s) => s.kind)).toEqual(['connecting', 'authenticating', 'online']);
     expect(h.connection.invalid).toEqual([]);

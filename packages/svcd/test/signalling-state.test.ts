@@ -41,6 +41,7 @@ function harness(options: { refuseUrl?: boolean } = {}) {
       channels: [],
       max_sessions: 4,
       relay: false,
+      driver_grace_ms: 5000,
     }),
     onStateChange: (state) => states.push(state),
     onSessionOpen: (message) => opened.push(message.session_id),
@@ -324,7 +325,14 @@ describe('SignallingClient states', () => {
       robotId: ROBOT,
       credential: testCredential(),
       logger,
-      announce: () => ({ candidates: [], cert_hashes: [], channels: [], max_sessions: 1, relay: false }),
+      announce: () => ({
+        candidates: [],
+        cert_hashes: [],
+        channels: [],
+        max_sessions: 1,
+        relay: false,
+        driver_grace_ms: 0,
+      }),
       onStateChange: () => {
         throw new Error('listener bug');
       },

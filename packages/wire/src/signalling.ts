@@ -142,6 +142,11 @@ const clientOthers = [
       relay: z.boolean(),
       /** Sessions open on the robot now (after a reconnect, those it kept). */
       sessions: z.array(openSession).max(64),
+      /**
+       * `[agent] driver_grace_ms`: how long the robot keeps the driver slot for the same user after
+       * the driver's session ends (absent: 0, from robots before it).
+       */
+      driver_grace_ms: z.number().int().min(0).max(600_000).optional(),
     })
     .strict(),
   z.object({ type: z.literal('heartbeat'), t: z.number().optional() }).strict(),

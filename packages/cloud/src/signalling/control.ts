@@ -3,7 +3,7 @@ import type { AuditEntry } from '../audit/index.js';
 import type { PilotState, SignalConnection } from './connection.js';
 import { notAllowed, type SignallingHub } from './hub.js';
 import { actorOfSub, type PeopleDirectory, type SignalPerson, subjectOf } from './people.js';
-import type { PilotLink, RobotPresence, SessionRecord } from './presence.js';
+import type { PilotLink, RobotPresence, SessionRecord, SlotReservation } from './presence.js';
 
 /** How long the driver has to answer a `control-request` before it times out, ms (option `controlRequestTimeoutMs`). */
 export const CONTROL_REQUEST_TIMEOUT_MS = 10_000;
@@ -113,6 +113,13 @@ export class DriverControl {
     const refusal = this.#cannotDrive(state, presence, record);
     if (refusal !== undefined) {
       deny(refusal);
+      return;
+    }
+    const kept = this.#keptFor(presence, now);
+    if (presence.driver === undefined && kept !== undefined && kept.sub !== record.sub) {
+      deny(
+        `the last driver's session ended and the robot keeps the slot for them for ${Math.ceil((kept.untilMs - now) / 1000)} s more, in case they come back (a reload, a short drop); ask again then`,
+      );
       return;
     }
     if (presence.driver === undefined) {
@@ -343,6 +350,7 @@ export class DriverControl {
   started(presence: RobotPresence, sessionId: string, role: 'driver' | 'observer', sub: string): void {
     const before = presence.driver;
     if (presence.started(sessionId, role, sub)) {
+      presence.reservation = undefined;
       const record = presence.session(sessionId);
       if (record !== undefined)
         this.#write(presence, DRIVER_SLOT_AUDIT.acquire, record, { session_id: sessionId, how: 'started' });
@@ -356,6 +364,7 @@ export class DriverControl {
     const record = presence.end(sessionId);
     if (record !== undefined && before === sessionId && record.started) {
       this.#write(presence, DRIVER_SLOT_AUDIT.release, record, { session_id: sessionId, how });
+      if (how === 'ended' || how === 'left') this.#reserve(presence, record);
     }
     this.#settle(presence, before);
     return record;
@@ -374,6 +383,7 @@ export class DriverControl {
           session_id: record.sessionId,
           how: 'ended',
         });
+        this.#reserve(presence, record);
       }
     }
     for (const record of acquired) {
@@ -497,6 +507,8 @@ export class DriverControl {
       | { readonly how: 'handover' | 'takeover'; readonly from: SessionRecord; readonly requestId: string },
   ): void {
     const from = presence.assign(record.sessionId);
+    // The cloud's assignment ends a reload grace, on the robot as here.
+    presence.reservation = undefined;
     if (from !== undefined) {
       presence.connection.send({ type: 'session-role', session_id: from.sessionId, role: 'observer' });
     }
@@ -537,10 +549,13 @@ export class DriverControl {
   #settle(presence: RobotPresence, driverBefore: string | undefined, always = false): void {
     const request = presence.request;
     if (request !== undefined) {
+      const kept = this.#keptFor(presence, this.#hub.clock.now());
       const why =
         presence.driver !== request.driver
           ? presence.driver === undefined
-            ? 'the driver left and the slot is free: ask again to drive'
+            ? kept === undefined
+              ? 'the driver left and the slot is free: ask again to drive'
+              : `the driver left; the robot keeps the slot for them for ${Math.ceil((kept.untilMs - this.#hub.clock.now()) / 1000)} s in case they come back: ask again then`
             : 'the driver changed before answering; ask again'
           : presence.session(request.requester) === undefined
             ? 'the pilot who asked left'
@@ -551,6 +566,24 @@ export class DriverControl {
       }
     }
     if (always || presence.driver !== driverBefore) this.#broadcast(presence);
+  }
+
+  /**
+   * The driver's session ended on a robot with a reload grace (`announce`'s `driver_grace_ms`):
+   * like the robot, the cloud keeps the slot for the same user until the grace is over.
+   */
+  #reserve(presence: RobotPresence, record: SessionRecord): void {
+    const graceMs = presence.announcement?.driverGraceMs ?? 0;
+    if (graceMs > 0) presence.reservation = { sub: record.sub, untilMs: this.#hub.clock.now() + graceMs };
+  }
+
+  /** The reservation in force at `now`, if any (an expired one is forgotten). */
+  #keptFor(presence: RobotPresence, now: number): SlotReservation | undefined {
+    const kept = presence.reservation;
+    if (kept === undefined) return undefined;
+    if (kept.untilMs > now) return kept;
+    presence.reservation = undefined;
+    return undefined;
   }
 
   #cancel(presence: RobotPresence, request: NonNullable<RobotPresence['request']>, why: string): void {

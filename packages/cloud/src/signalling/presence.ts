@@ -66,6 +66,16 @@ export interface Announcement {
   readonly channels: readonly SignalChannel[];
   readonly maxSessions: number;
   readonly relay: boolean;
+  /** How long the robot keeps the driver slot for the same user after the driver's session ends, ms. */
+  readonly driverGraceMs: number;
+}
+
+/** The driver slot kept for the last driver's user while the robot's reload grace lasts. */
+export interface SlotReservation {
+  /** The user it is kept for (the token's `sub`). */
+  readonly sub: string;
+  /** Until when, on the signalling clock (`clock.now()`), ms. */
+  readonly untilMs: number;
 }
 
 /** A session as presence shows it. */
@@ -108,6 +118,11 @@ export class RobotPresence {
   driver: string | undefined = undefined;
   /** The handover request waiting for the driver's answer (one at a time), if any. */
   request: ControlRequest | undefined = undefined;
+  /**
+   * Set when the driver's session ended (not released, not revoked) on a robot with a reload
+   * grace: the robot keeps the slot for that user until then, so the cloud hands it to nobody else.
+   */
+  reservation: SlotReservation | undefined = undefined;
   /** Allocated with the first session: most robots have none most of the time. */
   private sessionMap: Map<string, SessionRecord> | undefined = undefined;
 
@@ -149,7 +164,11 @@ export class RobotPresence {
     pilot: PilotLink,
     now: number,
   ): SessionRecord {
-    const role: SessionRole = scope === 'drive' && this.driver === undefined ? 'driver' : 'observer';
+    // A slot kept for another user's reload is not free: the robot would admit an observer.
+    const kept =
+      this.reservation !== undefined && this.reservation.untilMs > now ? this.reservation : undefined;
+    const free = this.driver === undefined && (kept === undefined || kept.sub === claims.sub);
+    const role: SessionRole = scope === 'drive' && free ? 'driver' : 'observer';
     if (role === 'driver') this.driver = sessionId;
     const record: SessionRecord = {
       sessionId,

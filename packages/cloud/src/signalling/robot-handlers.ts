@@ -121,6 +121,7 @@ export class RobotHandlers {
           channels: message.channels,
           maxSessions: message.max_sessions,
           relay: message.relay,
+          driverGraceMs: message.driver_grace_ms ?? 0,
         };
         this.#control.announced(presence, message.sessions);
         return;

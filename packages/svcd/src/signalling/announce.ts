@@ -19,6 +19,8 @@ export interface AnnounceState {
   readonly channels: readonly SignalChannel[];
   readonly max_sessions: number;
   readonly relay: boolean;
+  /** `[agent] driver_grace_ms`, so the cloud keeps the driver slot for the same user as long. */
+  readonly driver_grace_ms: number;
 }
 
 /** A session open on the robot, as `announce.sessions` and `session-started` carry it. */
@@ -83,6 +85,7 @@ export class AnnounceBuilder {
       channels: [...state.channels],
       max_sessions: state.max_sessions,
       relay: state.relay,
+      driver_grace_ms: state.driver_grace_ms,
       sessions: [...sessions],
     };
     let text: string;
