@@ -75,10 +75,7 @@ describe('PilotConnection: offering', () => {
 
   it('offering → reconnecting: an offline robot before any session is asked for again, with the refusal said all along, until it connects', async () => {
     const h = harness();
-    h.connection.connect();
-    await settle();
-    h.offers[0]!.answer.reject(new OfferError('robot-offline', 'robot r1 is offline now; try again later'));
-    await settle();
+    await offlineAtFirstOffer(h, 'robot r1 is offline now; try again later');
     expect(h.connection.state).toBe('reconnecting');
     const offline = { code: 'robot-offline', message: 'robot r1 is offline now; try again later' };
     expect(h.connection.refusal).toEqual(offline);
@@ -88,10 +85,7 @@ describe('PilotConnection: offering', () => {
     expect(h.connection.refusal).toEqual(offline);
     // Without reconnecting it is final.
     const once = harness({ reconnect: false });
-    once.connection.connect();
-    await settle();
-    once.offers[0]!.answer.reject(new OfferError('robot-offline', 'robot r1 is offline now'));
-    await settle();
+    await offlineAtFirstOffer(once, 'robot r1 is offline now');
     expect(once.connection.state).toBe('denied');
     expect(once.connection.refusal).toEqual({ code: 'robot-offline', message: 'robot r1 is offline now' });
     expect(once.clock.pendingTimers).toBe(0);
@@ -99,10 +93,7 @@ describe('PilotConnection: offering', () => {
 
   it('an offline robot that comes back: the refusal clears once connected', async () => {
     const h = harness();
-    h.connection.connect();
-    await settle();
-    h.offers[0]!.answer.reject(new OfferError('robot-offline', 'robot r1 is offline now'));
-    await settle();
+    await offlineAtFirstOffer(h, 'robot r1 is offline now');
     expect(h.connection.refusal?.code).toBe('robot-offline');
     await h.clock.advanceAsync(5000);
     await toConnected(h);
@@ -653,3 +644,11 @@ describe('OfferError', () => {
     expect(isOfferError(new Error('forbidden'))).toBe(false);
   });
 });
+
+/** Connects `h` and answers its first offer with `robot-offline`. */
+async function offlineAtFirstOffer(h: ReturnType<typeof harness>, message: string): Promise<void> {
+  h.connection.connect();
+  await settle();
+  h.offers[0]!.answer.reject(new OfferError('robot-offline', message));
+  await settle();
+}
