@@ -32,7 +32,9 @@ import {
   errorCodesComponent,
   errorResponses,
 } from './api/errors.js';
+import { FleetFeed } from './api/fleet-feed.js';
 import { registerApi } from './api/index.js';
+import { OrgPeople } from './api/robot-view.js';
 import { AuditBatcher } from './audit/index.js';
 import type { CloudConfig } from './config.js';
 import { consoleRoutes } from './console-assets.js';
@@ -112,6 +114,17 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.addHook('onClose', () => auditBatcher.close());
   app.decorate('sessionKeys', sessionKeys);
   app.decorate('auditBatcher', auditBatcher);
+  const people = new OrgPeople({ db: deps.database.db, now: clock.now });
+  const fleet = new FleetFeed({
+    db: deps.database.db,
+    people,
+    clock,
+    log: app.log,
+    ...(deps.signalling === undefined ? {} : { signalling: deps.signalling }),
+  });
+  app.decorate('fleet', fleet);
+  // Before the server waits for its connections to end: open streams would hold it forever.
+  app.addHook('preClose', async () => fleet.close());
 
   const ctx: ApiContext = {
     config: deps.config,
@@ -130,6 +143,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     sessionKeys,
     auditBatcher,
     ...(deps.signalling === undefined ? {} : { signalling: deps.signalling }),
+    fleet,
+    people,
   };
 
   await app.register(swagger, {

@@ -1,6 +1,7 @@
 import { createLogger } from '@svc/runtime/node';
 import { isCloudConfigError } from './config.js';
 import { isDatabaseError } from './db/index.js';
+import { isIdentityError } from './identity/index.js';
 import { type RunningCloud, startCloud } from './server.js';
 
 /**
@@ -22,7 +23,12 @@ async function main(): Promise<number> {
     cloud = await startCloud(process.env);
   } catch (err) {
     // A setting to fix: the message names it (and never holds a secret), for a person to read.
-    if (isCloudConfigError(err) || isDatabaseError(err)) {
+    if (
+      isCloudConfigError(err) ||
+      isDatabaseError(err) ||
+      isIdentityError(err, 'dev-state-corrupt') ||
+      isIdentityError(err, 'dev-state-unavailable')
+    ) {
       process.stderr.write(`${err.message}\n`);
       return 2;
     }

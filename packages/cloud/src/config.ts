@@ -93,6 +93,11 @@ export interface CloudConfig {
   readonly invitationTtlHours: number;
   readonly devAllowAnonymous: boolean;
   readonly devOpenEnrolment: boolean;
+  /**
+   * `SVC_DEMO=1` (set by `npm start` unless `--no-demo`): prepare the demonstration robot's org and
+   * enrolment token (`src/demo.ts`). Only with the development provider.
+   */
+  readonly demo: boolean;
   /** Requests per minute one client (one credential, or one address without) may make; 0 turns the limit off. */
   readonly rateLimitPerMinute: number;
   /** Lifetime of a pilot session token when the caller asks none, seconds (a caller may ask 30..900). */
@@ -322,6 +327,14 @@ export function loadCloudConfig(env: Env): CloudConfig {
     };
   }
 
+  const demo = flag('SVC_DEMO');
+  if (demo && issuerSet)
+    issues.push({
+      variable: 'SVC_DEMO',
+      message:
+        'the demo robot runs only with the embedded development provider; unset SVC_OIDC_ISSUER, or set SVC_DEMO=0',
+    });
+
   const config: CloudConfig = {
     host,
     port,
@@ -343,6 +356,7 @@ export function loadCloudConfig(env: Env): CloudConfig {
     invitationTtlHours: integer('SVC_INVITATION_TTL_HOURS', CLOUD_DEFAULTS.invitationTtlHours, 1, 24 * 90),
     devAllowAnonymous: flag('SVC_DEV_ALLOW_ANONYMOUS'),
     devOpenEnrolment: flag('SVC_DEV_OPEN_ENROLMENT'),
+    demo,
     rateLimitPerMinute: integer('SVC_RATE_LIMIT_PER_MINUTE', CLOUD_DEFAULTS.rateLimitPerMinute, 0, 1_000_000),
     sessionTokenTtlSeconds: integer(
       'SVC_SESSION_TOKEN_TTL_SECONDS',

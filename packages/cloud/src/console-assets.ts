@@ -5,8 +5,9 @@
  * or bundles the pages' sources.
  *
  * The build's folder holds one subfolder per page, named after its URL path:
- * `console/index.html` and `pilot/index.html` with the scripts they load, whose names carry a hash
- * of their content (`app-<hash>.js`), so browsers may keep those for good.
+ * `console/index.html` and `pilot/index.html` with the scripts and styles they load, whose names
+ * carry a hash of their content (`assets/index-<hash>.js`, `pilot-<hash>.js`), so browsers may keep
+ * those for good.
  *
  * @packageDocumentation
  */
@@ -60,8 +61,11 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-/** A file whose name carries esbuild's content hash (`app-HBJWRNVC.js`) never changes. */
-const HASHED_NAME = /-[A-Z0-9]{8}\.[a-z]+$/;
+/**
+ * A file whose name carries its content's hash never changes: esbuild's (`pilot-HBJWRNVC.js`) and
+ * Vite's (`assets/index-CV16bZW1.js`).
+ */
+const HASHED_NAME = /-[A-Za-z0-9_-]{8}\.[a-z0-9]+$/;
 
 /**
  * The folder of the pages' build: `SVC_CONSOLE_DIR` (relative to the working directory) when

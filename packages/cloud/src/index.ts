@@ -1,4 +1,6 @@
 /** svc-cloud: the service's public surface. */
+
+export { mayManageRole, PERMISSIONS, type Permission } from './api/authz.js';
 export { type AppDependencies, buildApp, cloudLogger } from './app.js';
 export {
   type CloudConfig,
@@ -12,6 +14,15 @@ export {
   ROLES,
   type Role,
 } from './config.js';
+export {
+  DEMO_ROBOT_ID,
+  DEMO_ROBOT_NAME,
+  DEMO_TOKEN_FILE,
+  type DemoOptions,
+  type DemoState,
+  demoRobotDir,
+  prepareDemo,
+} from './demo.js';
 export {
   createOidcProvider,
   type DevUser,

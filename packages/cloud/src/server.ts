@@ -1,10 +1,12 @@
+import { join } from 'node:path';
 import { type Logger, redactUrl } from '@svc/runtime';
 import { createLogger } from '@svc/runtime/node';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { type CloudConfig, loadCloudConfig } from './config.js';
 import { type Database, openDatabase } from './db/index.js';
-import { createOidcProvider, type EmbeddedOidcProvider, OidcVerifier } from './identity/index.js';
+import { prepareDemo } from './demo.js';
+import { type EmbeddedOidcProvider, OidcVerifier, openDevelopmentProvider } from './identity/index.js';
 import { invitationProviderFor, logMailer } from './invitations/index.js';
 import { SessionKeyStore } from './sessions/index.js';
 import { SignallingServer } from './signalling/index.js';
@@ -30,8 +32,18 @@ export interface RunningCloud {
  */
 const LISTEN_BACKLOG = 4096;
 
+/** Folder of the embedded development provider's keys and sessions, inside `SVC_DATA_DIR`. */
+export const DEV_PROVIDER_STATE_DIR = 'dev-oidc';
+
 /** Test users of the embedded development provider's login page. */
 export const DEV_USERS = [
+  {
+    sub: 'dev-olivia',
+    name: 'Olivia (owner)',
+    email: 'olivia@example.test',
+    emailVerified: true,
+    groups: ['owners'],
+  },
   {
     sub: 'dev-alice',
     name: 'Alice (admin)',
@@ -63,6 +75,8 @@ export const DEV_USERS = [
  *
  * @throws {CloudConfigError} when the environment cannot configure a service.
  * @throws {DatabaseError} when the database cannot be opened.
+ * @throws {IdentityError} when the development provider's keys or state in `<SVC_DATA_DIR>/dev-oidc`
+ *   are damaged (`dev-state-corrupt`) or cannot be written (`dev-state-unavailable`).
  */
 export async function startCloud(env: Readonly<Record<string, string | undefined>>): Promise<RunningCloud> {
   const config = loadCloudConfig(env);
@@ -73,15 +87,22 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
   });
   let devProvider: EmbeddedOidcProvider | undefined;
   if (config.identity.kind === 'development') {
-    devProvider = await createOidcProvider({
-      issuer: config.identity.issuer,
-      audience: config.identity.audience,
-      clientId: config.identity.clientId,
-      redirectUris: [`${config.consoleUrl}/`, config.consoleUrl, `${config.publicUrl}/`],
-      users: DEV_USERS.map((u) => ({ ...u, groups: [...u.groups] })),
-      allowTypedNames: true,
-      logger: log,
-    });
+    try {
+      // Keys and sessions in the data folder: a restart keeps people signed in.
+      devProvider = await openDevelopmentProvider({
+        stateDir: join(config.dataDir, DEV_PROVIDER_STATE_DIR),
+        issuer: config.identity.issuer,
+        audience: config.identity.audience,
+        clientId: config.identity.clientId,
+        redirectUris: [`${config.consoleUrl}/`, config.consoleUrl, `${config.publicUrl}/`],
+        users: DEV_USERS.map((u) => ({ ...u, groups: [...u.groups] })),
+        allowTypedNames: true,
+        logger: log,
+      });
+    } catch (err) {
+      await database.close();
+      throw err;
+    }
   }
   const verifier = new OidcVerifier({
     issuer: config.identity.issuer,
@@ -112,7 +133,8 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
     verifier,
     sessionKeys,
     signalling,
-    invitationProvider: invitationProviderFor(config.invitationProvider),
+    // With the development provider, invitation links carry its own one-time sign-in tokens.
+    invitationProvider: invitationProviderFor(config.invitationProvider, devProvider),
     mail: logMailer(log),
     ...(devProvider === undefined ? {} : { devProvider }),
     logger: log,
@@ -146,9 +168,12 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
   let address: string;
   try {
     await sessionKeys.start();
+    // npm start's demonstration robot: its org, and an enrolment token until it enrols (src/demo.ts).
+    if (config.demo) await prepareDemo({ app, config, db: database.db, log, devUsers: DEV_USERS });
     address = await app.listen({ host: config.host, port: config.port, backlog: LISTEN_BACKLOG });
   } catch (err) {
     await app.close();
+    await devProvider?.close();
     await sessionKeys.close();
     await database.close();
     throw err;
@@ -162,6 +187,7 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
     log,
     async close() {
       await app.close();
+      await devProvider?.close();
       await sessionKeys.close();
       await database.close();
     },

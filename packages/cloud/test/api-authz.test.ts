@@ -49,6 +49,8 @@ interface Actor {
 interface Prepared {
   readonly url: string;
   readonly body?: unknown;
+  /** The answer may be an event stream: its first event is the body (see `TestApi.call`). */
+  readonly eventStream?: boolean;
   /** Problems with the effect (or the body) of the answer; `ok` is a 2xx answer. */
   readonly check?: (ok: boolean, answer: Answer) => Promise<string[]>;
 }
@@ -683,6 +685,70 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
       prepare: async () => ({ url: '/api/v1/robots' }),
     },
     {
+      method: 'GET',
+      route: '/api/v1/robots (org filter)',
+      targets: ['A', 'B'],
+      // A member lists the org's robots, an API key its own org's; another org is not shown to exist.
+      expect: (actor, target) => {
+        if (actor.kind === 'anonymous') return UNAUTHENTICATED;
+        if (actor.kind === 'key') {
+          if (!actor.scopes!.includes('robots:read')) return FORBIDDEN;
+          return target === 'A' ? '200' : NOT_FOUND;
+        }
+        return actor.roles[urlOrg(target)] === undefined ? NOT_FOUND : '200';
+      },
+      prepare: async (_actor, target) => ({
+        url: `/api/v1/robots?org=${org[urlOrg(target)]}`,
+        check: async (ok, answer) => {
+          if (!ok) return [];
+          const listed: { orgId: string }[] = answer.body.robots;
+          const foreign = listed.filter((r) => r.orgId !== org[urlOrg(target)]);
+          return listed.length > 0 && foreign.length === 0
+            ? []
+            : [`${listed.length} robots listed, ${foreign.length} of another org`];
+        },
+      }),
+    },
+    {
+      method: 'PATCH',
+      route: '/api/v1/robots/:robot',
+      targets: ['A', 'B', 'B public'],
+      expect: member('admin', 200),
+      prepare: async (_actor, target) => {
+        const robotId = await newRobot(org[urlOrg(target)], target === 'B public');
+        const name = `renamed-${next()}`;
+        return {
+          url: `/api/v1/robots/${robotId}`,
+          body: { name },
+          check: async (ok) => {
+            const [row] = await api.db.select().from(robots).where(eq(robots.robotId, robotId));
+            // Leave the org's robots as they were for the next cells.
+            await api.db.delete(robots).where(eq(robots.robotId, robotId));
+            return (row?.name === name) === ok ? [] : [`the robot is ${ok ? 'not ' : ''}renamed`];
+          },
+        };
+      },
+    },
+    {
+      method: 'GET',
+      route: '/api/v1/orgs/:org/fleet/events',
+      targets: ['A', 'B'],
+      expect: member('viewer', 200),
+      prepare: async (_actor, target) => ({
+        url: `/api/v1/orgs/${org[urlOrg(target)]}/fleet/events`,
+        eventStream: true,
+        check: async (ok, answer) => {
+          if (!ok) return [];
+          const orgId = org[urlOrg(target)];
+          const listed: { orgId: string }[] = answer.body.robots ?? [];
+          const foreign = listed.filter((r) => r.orgId !== orgId);
+          return answer.body.type === 'snapshot' && answer.body.orgId === orgId && foreign.length === 0
+            ? []
+            : [`the first event is not the org's snapshot: ${JSON.stringify(answer.body).slice(0, 200)}`];
+        },
+      }),
+    },
+    {
       method: 'DELETE',
       route: '/api/v1/robots/:robot',
       targets: ['A', 'B', 'B public'],
@@ -955,6 +1021,7 @@ describe.each(databaseBackends)('authorisation matrix on $name', (backend) => {
         const answer = await api.call(row.method, prepared.url, {
           ...(actor.token === undefined ? {} : { token: actor.token }),
           ...(prepared.body === undefined ? {} : { body: prepared.body }),
+          ...(prepared.eventStream === true ? { eventStream: true } : {}),
         });
         actual[cell] = shown(answer);
         const ok = answer.status >= 200 && answer.status < 300;

@@ -173,11 +173,13 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
         robotId: known[0]!.robotId,
         orgId: alice.orgId,
         publicKey: known[0]!.publicKey,
+        lastDenialAt: null,
       });
       expect(rows[1]).toEqual({
         robotId: known[1]!.robotId,
         orgId: bob.orgId,
         publicKey: known[1]!.publicKey,
+        lastDenialAt: null,
       });
       expect(rows[2]).toEqual(rows[0]);
       expect(rows.slice(3).filter((row) => row !== undefined)).toEqual([]);

@@ -2,14 +2,15 @@
 /**
  * Builds the browser pages `svc-cloud` serves into `packages/console/dist` (not committed):
  *
- *   dist/console/index.html, dist/console/app-<hash>.js    the console, served at /console/
- *   dist/pilot/index.html,   dist/pilot/pilot-<hash>.js    the plain pilot page, served at /pilot/
- *   dist/build.json                                        what the build read, for the skip below
+ *   dist/console/index.html, dist/console/assets/*-<hash>.{js,css}   the console (React), at /console/
+ *   dist/pilot/index.html,   dist/pilot/pilot-<hash>.js              the plain pilot page, at /pilot/
+ *   dist/build.json                                                   what the build read, for the skip below
  *
- * Each page's script is bundled and minified with esbuild from the workspace's TypeScript sources
- * (the `source` export condition). A script's name carries a hash of its content, so the server
- * lets browsers keep it for good; the page names it. The build is skipped when every file it read
- * last time (sources, HTML, this script, the installed packages) is older than its output.
+ * The console is a React app built by Vite (`vite.config.mjs`); the plain pilot page's one script is
+ * bundled by esbuild. Both read the workspace's TypeScript sources (the `source` export condition).
+ * A script's name carries a hash of its content, so the server lets browsers keep it for good; the
+ * page names it. The build is skipped when every file it read last time (sources, HTML, this
+ * script, the installed packages) is older than its output.
  *
  * Usage: node packages/console/scripts/build.mjs [--force]   (`npm run build -w @svc/console`)
  */
@@ -22,16 +23,15 @@ const repoDir = resolve(packageDir, '../..');
 const distDir = join(packageDir, 'dist');
 const stampFile = join(distDir, 'build.json');
 
-/** Each page: its folder under dist/ (the URL path), its HTML, and the script the HTML loads. */
-const PAGES = [
-  { dir: 'console', html: 'src/index.html', entry: 'src/app.ts', script: 'app' },
-  { dir: 'pilot', html: 'src/pilot.html', entry: 'src/pilot.ts', script: 'pilot' },
-];
+/** The esbuild pages: folder under dist/ (the URL path), HTML, and the script the HTML loads. */
+const PAGES = [{ dir: 'pilot', html: 'src/pilot.html', entry: 'src/pilot.ts', script: 'pilot' }];
 
-/** Inputs that esbuild does not report: the pages, this script, and the install (npm keeps old mtimes). */
+/** Inputs that the bundlers do not report: the pages, the scripts, and the install (npm keeps old mtimes). */
 const EXTRA_INPUTS = [
   ...PAGES.map((page) => join(packageDir, page.html)),
   fileURLToPath(import.meta.url),
+  join(packageDir, 'scripts/vite.config.mjs'),
+  join(packageDir, 'src/console/index.html'),
   join(repoDir, 'node_modules/.package-lock.json'),
 ];
 
@@ -65,8 +65,37 @@ async function upToDate() {
   );
 }
 
+/** Builds the console with Vite into `outDir/console`; returns the files written and read (absolute). */
+async function buildConsole(outDir) {
+  const { build } = await import('vite');
+  const { consoleViteConfig } = await import('./vite.config.mjs');
+  const read = new Set();
+  const written = [];
+  await build({
+    ...consoleViteConfig(),
+    configFile: false,
+    logLevel: 'warn',
+    build: { ...consoleViteConfig().build, outDir: join(outDir, 'console'), emptyOutDir: true },
+    plugins: [
+      ...consoleViteConfig().plugins,
+      {
+        name: 'svc-build-inputs',
+        // Every file the bundle was made from, for the up-to-date check.
+        moduleParsed(info) {
+          if (info.id.startsWith('/') && !info.id.includes('\0')) read.add(info.id.split('?')[0]);
+        },
+        writeBundle(_options, bundle) {
+          for (const name of Object.keys(bundle)) written.push(join('console', name));
+        },
+      },
+    ],
+  });
+  return { outputs: written, inputs: [...read] };
+}
+
 /** Bundles every page into `outDir`; returns the files written and read, relative to their roots. */
 async function buildInto(outDir) {
+  const consoleBuild = await buildConsole(outDir);
   // Loaded only when building: the up-to-date check stays quick.
   const { build } = await import('esbuild');
   const result = await build({
@@ -83,7 +112,7 @@ async function buildInto(outDir) {
     metafile: true,
     logLevel: 'warning',
   });
-  const outputs = [];
+  const outputs = [...consoleBuild.outputs];
   for (const page of PAGES) {
     const entry = join(packageDir, page.entry);
     const output = Object.entries(result.metafile.outputs).find(
@@ -104,8 +133,11 @@ async function buildInto(outDir) {
     outputs.push(pageFile, scriptFile);
   }
   const inputs = [
-    ...Object.keys(result.metafile.inputs).map((file) => join(packageDir, file)),
-    ...EXTRA_INPUTS,
+    ...new Set([
+      ...Object.keys(result.metafile.inputs).map((file) => join(packageDir, file)),
+      ...consoleBuild.inputs,
+      ...EXTRA_INPUTS,
+    ]),
   ].map((file) => relative(repoDir, file));
   return { outputs, inputs };
 }

@@ -13,22 +13,20 @@ import {
   ChromiumSession,
   type CloudAnswer,
   type CloudProcess,
+  enrolByCli,
   ffmpegRtpSource,
   freeUdpPort,
+  type RobotConfigOptions,
+  type RobotDaemon,
+  type RobotFiles,
   type SignedInPerson,
   startCloudProcess,
+  startRobotDaemon,
+  writeRobotConfig,
 } from '@svc/testkit';
 import { decodePublisherControl, type PublisherControlMessage } from '@svc/wire';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OfferSummary, PilotOutcome, WatchResult } from './fixtures/pilot-page.js';
-import {
-  enrolByCli,
-  type RobotConfigOptions,
-  type RobotDaemon,
-  type RobotFiles,
-  startRobotDaemon,
-  writeRobotConfig,
-} from './support/robot-daemon.js';
 
 const page = fileURLToPath(new URL('./fixtures/pilot-page.ts', import.meta.url));
 

@@ -6,10 +6,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runSvcd } from '@svc/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { daemonClockMs, setTestClockOffsetMs, testClockOffsetFromEnv } from '../src/clock.js';
 import { ConfigError, loadConfig, parseConfig } from '../src/config.js';
-import { runSvcd } from './support/robot-daemon.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const AGENT = '[agent]\nrobot_id = "r1"\nsignal_url = "wss://cloud.example/ws"\n';

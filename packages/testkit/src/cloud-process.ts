@@ -26,6 +26,8 @@ const START_TIMEOUT_MS = 90_000;
 export interface CloudProcessOptions {
   /** Extra environment variables (e.g. `SVC_DEV_OPEN_ENROLMENT: '1'`), over the defaults set here. */
   readonly env?: Readonly<Record<string, string>>;
+  /** The port to listen on, when a test must know it first (e.g. for an issuer's redirect URIs). Default: a free one. */
+  readonly port?: number;
 }
 
 /** An HTTP answer of the service: status and parsed JSON body (`undefined` when there is none). */
@@ -102,7 +104,7 @@ function cleanEnv(extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
 export async function startCloudProcess(options: CloudProcessOptions = {}): Promise<CloudProcess> {
   const root = await mkdtemp(join(tmpdir(), 'svc-cloud-process-'));
   const dataDir = join(root, 'data');
-  const port = await freeTcpPort();
+  const port = options.port ?? (await freeTcpPort());
   const address = `http://127.0.0.1:${port}`;
   const env = cleanEnv({
     SVC_HOST: '127.0.0.1',

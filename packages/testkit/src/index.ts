@@ -20,6 +20,17 @@ export {
   startCloudProcess,
 } from './cloud-process.js';
 export {
+  type ConsoleTab,
+  callAs,
+  type DevLogin,
+  expectSignedIn,
+  navigationLinks,
+  openTab,
+  pickAtLoginPage,
+  signIn,
+  tabTokens,
+} from './console-tab.js';
+export {
   type DecodeReport,
   decodeWithFfmpeg,
   ffmpegRtpSource,
@@ -47,6 +58,16 @@ export {
   type RunningPublisher,
   startPublisher,
 } from './publisher.js';
+export {
+  enrolByCli,
+  type RobotConfigOptions,
+  type RobotDaemon,
+  type RobotFiles,
+  runSvcd,
+  type SvcdResult,
+  startRobotDaemon,
+  writeRobotConfig,
+} from './robot-daemon.js';
 export {
   type RtspServerMount,
   type RtspServerOptions,

@@ -10,6 +10,8 @@ import type { SignallingHandle } from '../signalling/index.js';
 import type { Authenticator, Caller } from './auth.js';
 import { type ApiKeyScope, can, type Permission } from './authz.js';
 import { ApiError } from './errors.js';
+import type { FleetFeed } from './fleet-feed.js';
+import type { OrgPeople } from './robot-view.js';
 
 /** What every route handler works with. */
 export interface ApiContext {
@@ -26,6 +28,13 @@ export interface ApiContext {
   readonly auditBatcher: AuditBatcher;
   /** Signalling on this node: robot presence and sessions. Without it every robot shows offline. */
   readonly signalling?: SignallingHandle;
+  /**
+   * The fleet's live view (`GET /api/v1/orgs/{org}/fleet/events`): routes that change a robot's
+   * record, a membership or an org tell it after their transaction commits.
+   */
+  readonly fleet: FleetFeed;
+  /** Drivers' names and emails as a robot's org sees them (the robot views). */
+  readonly people: OrgPeople;
 }
 
 /** Options of every resource plugin of the API. */
@@ -55,8 +64,20 @@ export const ORG_ERRORS = [...USER_ERRORS, 'not-found', 'invalid-request'] as co
  *   errors of {@link Authenticator.caller}.
  */
 export async function requireUser(ctx: ApiContext, request: FastifyRequest): Promise<User> {
+  return (await requireUserCaller(ctx, request)).user;
+}
+
+/**
+ * The caller, which must be a signed-in user, with the claims of their access token.
+ *
+ * @throws {ApiError} as {@link requireUser}.
+ */
+export async function requireUserCaller(
+  ctx: ApiContext,
+  request: FastifyRequest,
+): Promise<Extract<Caller, { kind: 'user' }>> {
   const caller = await ctx.auth.caller(request);
-  if (caller.kind === 'user') return caller.user;
+  if (caller.kind === 'user') return caller;
   if (caller.kind === 'anonymous') {
     throw new ApiError('unauthenticated', 'sign in first: send "Authorization: Bearer <access token>"');
   }

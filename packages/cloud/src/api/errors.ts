@@ -56,7 +56,10 @@ export const API_ERRORS = {
     status: 410,
     meaning: 'an admin revoked the enrolment token; a new one is needed',
   },
-  'rate-limited': { status: 429, meaning: 'too many requests from this credential or address; retry later' },
+  'rate-limited': {
+    status: 429,
+    meaning: 'too many requests from this credential or address, or too many open fleet streams; retry later',
+  },
   internal: { status: 500, meaning: 'the service failed to answer; the fault is logged' },
   'provider-unavailable': {
     status: 502,

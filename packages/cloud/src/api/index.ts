@@ -11,6 +11,7 @@ import { consoleConfigRoutes, meRoutes } from './routes/account.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { auditRoutes } from './routes/audit.js';
 import { enrolmentTokenRoutes, enrolRoutes } from './routes/enrolment.js';
+import { fleetRoutes } from './routes/fleet.js';
 import { grantRoutes } from './routes/grants.js';
 import { invitationAcceptRoutes, invitationRoutes } from './routes/invitations.js';
 import { memberRoutes } from './routes/members.js';
@@ -29,6 +30,7 @@ export const API_RESOURCES: readonly { readonly prefix: string; readonly plugin:
   { prefix: '/api/v1/orgs/:org/api-keys', plugin: apiKeyRoutes },
   { prefix: '/api/v1/orgs/:org/enrolment-tokens', plugin: enrolmentTokenRoutes },
   { prefix: '/api/v1/orgs/:org/audit', plugin: auditRoutes },
+  { prefix: '/api/v1/orgs/:org/fleet', plugin: fleetRoutes },
   { prefix: '/api/v1/enrol', plugin: enrolRoutes },
   { prefix: '/api/v1/robots', plugin: robotRoutes },
   { prefix: '/api/v1/robots/:robot/sessions', plugin: robotSessionRoutes },

@@ -232,8 +232,12 @@ export function mappedRole(
   return order.find((r) => roles.has(r));
 }
 
-async function defaultOrg(tx: CloudDb, name: string) {
-  // One org for the whole deployment: the oldest with the configured name, created on first use.
+/**
+ * The one org of the `default-org` policy: the oldest with the configured name, created on first
+ * use. Call it inside a transaction (it takes a transaction-scoped advisory lock, so two first
+ * logins at once create one org).
+ */
+export async function defaultOrg(tx: CloudDb, name: string) {
   await tx.execute(sql`select pg_advisory_xact_lock(${0x5_de_fa_01})`);
   const [existing] = await tx.select().from(orgs).where(eq(orgs.name, name)).orderBy(orgs.createdAt).limit(1);
   if (existing !== undefined) return existing;

@@ -38,6 +38,14 @@ export const ROBOT_ACCESS = ['observe', 'drive'] as const;
 /** The access a robot grant gives: one of {@link ROBOT_ACCESS}. */
 export type RobotAccess = (typeof ROBOT_ACCESS)[number];
 
+/**
+ * Signalling denials remembered on a known robot (`robots.last_denial_reason`): a connection under
+ * its id whose signature did not verify, or that proved another key than the enrolled one.
+ */
+export const ROBOT_DENIAL_REASONS = ['key-mismatch', 'bad-signature'] as const;
+/** A denial remembered on a robot: one of {@link ROBOT_DENIAL_REASONS}. */
+export type RobotDenialReason = (typeof ROBOT_DENIAL_REASONS)[number];
+
 /** Who did something recorded in the audit log. */
 export const ACTOR_KINDS = ['user', 'api_key', 'robot', 'system'] as const;
 /** The kind of actor of an audit entry: one of {@link ACTOR_KINDS}. */
@@ -153,7 +161,10 @@ export const invitations = pgTable(
   ],
 );
 
-/** Robots known to the cloud, identified by their Ed25519 public key (base64url). */
+/**
+ * Robots known to the cloud, identified by their Ed25519 public key (base64url), with the last
+ * signalling denial under their id.
+ */
 export const robots = pgTable(
   'robots',
   {
@@ -164,8 +175,18 @@ export const robots = pgTable(
     createdAt: createdAt(),
     enrolledAt: timestamptz('enrolled_at'),
     lastSeenAt: timestamptz('last_seen_at'),
+    /**
+     * The last signalling denial under this robot's id since it last connected (set with
+     * `last_denial_at`; both cleared when the robot next proves its key).
+     */
+    lastDenialReason: text('last_denial_reason', { enum: ROBOT_DENIAL_REASONS }),
+    lastDenialAt: timestamptz('last_denial_at'),
   },
-  (t) => [index('robots_org_id_idx').on(t.orgId)],
+  (t) => [
+    index('robots_org_id_idx').on(t.orgId),
+    check('robots_last_denial_reason_check', oneOf(t.lastDenialReason, ROBOT_DENIAL_REASONS)),
+    check('robots_last_denial_check', sql`(${t.lastDenialReason} is null) = (${t.lastDenialAt} is null)`),
+  ],
 );
 
 /**

@@ -18,6 +18,10 @@ import { CodedError, codedErrorGuard } from '@svc/runtime';
  * - `provider-unreachable`: the identity provider did not answer (network error or timeout).
  * - `discovery-failed`: the provider answered, but its discovery document or JWKS is unusable.
  * - `userinfo-failed`: the userinfo endpoint answered with something other than claims or a refusal.
+ * - `dev-state-corrupt`: a file the development provider keeps in the data folder (its keys, its
+ *   sessions) cannot be read as what it should hold; the message names the file and what to do.
+ * - `dev-state-unavailable`: the development provider's folder or one of its files cannot be created,
+ *   read or written (permissions, a full disk); the message names the path.
  */
 export type IdentityErrorCode =
   | 'token-missing'
@@ -32,10 +36,13 @@ export type IdentityErrorCode =
   | 'subject-mismatch'
   | 'provider-unreachable'
   | 'discovery-failed'
-  | 'userinfo-failed';
+  | 'userinfo-failed'
+  | 'dev-state-corrupt'
+  | 'dev-state-unavailable';
 
 /**
- * The one error class of svc-cloud's identity layer: a rejected token or an unusable identity provider.
+ * The one error class of svc-cloud's identity layer: a rejected token, an unusable identity provider,
+ * or development provider state that cannot be used.
  * Messages say what was wrong and never contain a token.
  */
 export class IdentityError extends CodedError<IdentityErrorCode> {

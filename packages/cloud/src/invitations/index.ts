@@ -48,6 +48,22 @@ export const noInvitationProvider: InvitationProvider = {
   oneTimeToken: async () => undefined,
 };
 
+/** What mints one-time sign-in tokens in process: the embedded development provider. */
+export interface OneTimeTokenIssuer {
+  issueOneTimeToken(email: string, options: { expiresInSec: number }): Promise<string>;
+}
+
+/**
+ * The embedded development provider's own one-time sign-in tokens, minted in process (no HTTP): the
+ * invitation link then signs the invitee in directly, as Logto's would (spec 5.1.7).
+ */
+export function developmentInvitationProvider(issuer: OneTimeTokenIssuer): InvitationProvider {
+  return {
+    name: 'development',
+    oneTimeToken: (email, options) => issuer.issueOneTimeToken(email, options),
+  };
+}
+
 /** Options of {@link LogtoInvitationProvider}. */
 export interface LogtoOptions {
   /** Base URL of the Logto tenant (its OIDC issuer is `<endpoint>/oidc`). */
@@ -195,11 +211,18 @@ export class LogtoInvitationProvider implements InvitationProvider {
   }
 }
 
-/** The invitation provider a configuration names. */
-export function invitationProviderFor(config: InvitationProviderConfig): InvitationProvider {
+/**
+ * The invitation provider a configuration names. With the embedded development provider
+ * (`development`), `none` (the default) means its own one-time tokens, so invitation links sign the
+ * invitee in directly there too.
+ */
+export function invitationProviderFor(
+  config: InvitationProviderConfig,
+  development?: OneTimeTokenIssuer,
+): InvitationProvider {
   switch (config.kind) {
     case 'none':
-      return noInvitationProvider;
+      return development === undefined ? noInvitationProvider : developmentInvitationProvider(development);
     case 'logto':
       return new LogtoInvitationProvider(config);
     default:

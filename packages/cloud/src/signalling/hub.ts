@@ -20,6 +20,8 @@ export interface SignallingHub {
   /** Revoked token ids and their expiry (seconds since the epoch): refused until then. */
   readonly revokedJtis: Map<string, number>;
   readonly lastSeen: LastSeenWriter;
+  /** Told after each change of a robot's presence (the API's live fleet view listens). */
+  readonly presenceChanged: (presence: RobotPresence) => void;
 }
 
 /** Answers a heartbeat, echoing its `t`. */

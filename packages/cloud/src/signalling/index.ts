@@ -5,7 +5,15 @@
  *
  * @packageDocumentation
  */
-export { LastSeenWriter, RobotKeyLoader, type RobotKeyLoaderOptions, type RobotKeyRow } from './batching.js';
+export {
+  DenialWriter,
+  type DenialWriterOptions,
+  LastSeenWriter,
+  ROBOT_DENY_AUDIT,
+  RobotKeyLoader,
+  type RobotKeyLoaderOptions,
+  type RobotKeyRow,
+} from './batching.js';
 export {
   type ConnectionEvent,
   type ConnectionRole,
@@ -45,6 +53,7 @@ export {
   type SessionView,
 } from './presence.js';
 export {
+  type RobotChange,
   SIGNAL_PATH,
   type SignallingHandle,
   type SignallingOptions,

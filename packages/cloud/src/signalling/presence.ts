@@ -125,15 +125,36 @@ export class RobotPresence {
   reservation: SlotReservation | undefined = undefined;
   /** Allocated with the first session: most robots have none most of the time. */
   private sessionMap: Map<string, SessionRecord> | undefined = undefined;
+  /** Told after each change of what {@link RobotPresence.view} shows (the fleet's live view listens). */
+  private readonly onChange: (presence: RobotPresence) => void;
 
   /**
    * @param now - When the robot was last heard, ms since the epoch (`last_seen_at` is written from it).
+   * @param onChange - Called after each change of its sessions, driver or announcement.
    */
-  constructor(robotId: string, orgId: string | null, connection: RobotLink, now: number) {
+  constructor(
+    robotId: string,
+    orgId: string | null,
+    connection: RobotLink,
+    now: number,
+    onChange: (presence: RobotPresence) => void = () => undefined,
+  ) {
     this.robotId = robotId;
     this.orgId = orgId;
     this.connection = connection;
     this.lastHeardAt = now;
+    this.onChange = onChange;
+  }
+
+  /** Records what the robot announced (how to reach it, what it serves). */
+  announce(announcement: Announcement): void {
+    this.announcement = announcement;
+    this.onChange(this);
+  }
+
+  /** Tells the listener that what {@link RobotPresence.view} shows may have changed. */
+  changed(): void {
+    this.onChange(this);
   }
 
   /** The sessions the server knows on this robot. */
@@ -183,6 +204,7 @@ export class RobotPresence {
       refusedAt: undefined,
     };
     this.map().set(sessionId, record);
+    this.onChange(this);
     return record;
   }
 
@@ -208,6 +230,7 @@ export class RobotPresence {
       };
       this.map().set(sessionId, record);
       if (role === 'driver') this.driver = sessionId;
+      this.onChange(this);
       return role === 'driver';
     }
     const acquired = role === 'driver' && !(record.started && record.role === 'driver');
@@ -216,6 +239,7 @@ export class RobotPresence {
     record.sub = sub;
     if (role === 'driver') this.driver = sessionId;
     else if (this.driver === sessionId) this.driver = undefined;
+    this.onChange(this);
     return acquired;
   }
 
@@ -232,6 +256,7 @@ export class RobotPresence {
     if (previous !== undefined && previous !== record) previous.role = 'observer';
     record.role = 'driver';
     this.driver = sessionId;
+    this.onChange(this);
     return previous === record ? undefined : previous;
   }
 
@@ -240,6 +265,7 @@ export class RobotPresence {
     const record = this.driver === undefined ? undefined : this.sessionMap?.get(this.driver);
     if (record !== undefined) record.role = 'observer';
     this.driver = undefined;
+    this.onChange(this);
     return record;
   }
 
@@ -250,6 +276,7 @@ export class RobotPresence {
     this.sessionMap?.delete(sessionId);
     if (this.driver === sessionId) this.driver = undefined;
     record.pilot?.forget(sessionId);
+    this.onChange(this);
     return record;
   }
 
@@ -266,6 +293,7 @@ export class RobotPresence {
     previous.sessionMap = undefined;
     previous.driver = undefined;
     previous.request = undefined;
+    this.onChange(this);
   }
 
   /**
@@ -303,6 +331,7 @@ export class RobotPresence {
     // longer reports as driver either.
     if (this.driver !== undefined && this.sessionMap.get(this.driver)?.role !== 'driver')
       this.driver = undefined;
+    this.onChange(this);
     return { ended, acquired };
   }
 

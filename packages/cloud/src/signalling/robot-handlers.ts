@@ -7,7 +7,7 @@ import {
 } from '@svc/wire';
 import { audit } from '../audit/index.js';
 import { type CloudDb, robots } from '../db/index.js';
-import type { RobotKeyLoader, RobotKeyRow } from './batching.js';
+import type { DenialWriter, RobotKeyLoader, RobotKeyRow } from './batching.js';
 import type { SignalConnection } from './connection.js';
 import type { DriverControl } from './control.js';
 import { heartbeatAck, notAllowed, type SignallingHub } from './hub.js';
@@ -23,6 +23,8 @@ export interface RobotHandlersOptions {
   readonly keyCacheSize: number;
   /** The driver slot: what the robot reports changes it. */
   readonly control: DriverControl;
+  /** Where denials of known robots are remembered (and cleared when the robot proves its key). */
+  readonly denials: DenialWriter;
 }
 
 /**
@@ -37,6 +39,7 @@ export class RobotHandlers {
   readonly #devOpenEnrolment: boolean;
   readonly #keyCacheSize: number;
   readonly #control: DriverControl;
+  readonly #denials: DenialWriter;
   /** Parsed public keys by robot id, with the text they were parsed from; oldest first. */
   readonly #keyCache = new Map<string, { readonly text: string; readonly key: KeyObject }>();
 
@@ -47,6 +50,7 @@ export class RobotHandlers {
     this.#devOpenEnrolment = options.devOpenEnrolment;
     this.#keyCacheSize = options.keyCacheSize;
     this.#control = options.control;
+    this.#denials = options.denials;
   }
 
   /**
@@ -65,8 +69,17 @@ export class RobotHandlers {
       key === undefined ||
       !(await verifySignature(robotChallengePayload(nonce, robotId), key, signature))
     ) {
+      // A robot with this id is told of the denial in its record (an unknown id is nobody's).
+      const known = await this.#keys.load(robotId).then(
+        (row) => row !== undefined,
+        (err: unknown) => {
+          this.#hub.log.warn({ err, robotId }, 'cannot look the robot up to remember its denial');
+          return false;
+        },
+      );
       if (conn.isClosed) return;
       this.#hub.log.info({ robotId, reason: 'bad-signature' }, 'robot denied');
+      if (known) this.#denials.denied(robotId, 'bad-signature', this.#hub.clock.wallNow());
       conn.deny(
         'bad-signature',
         `the signature does not verify with the public key sent; sign "svc-signal-v2:<nonce>:${robotId}" with the seed at credential_path`,
@@ -97,6 +110,8 @@ export class RobotHandlers {
     }
     if (!sameKey(row.publicKey, message.public_key)) {
       this.#hub.log.info({ robotId, reason: 'key-mismatch' }, 'robot denied');
+      // Queued before the robot hears `denied`, so a flush after it writes the denial.
+      this.#denials.denied(robotId, 'key-mismatch', this.#hub.clock.wallNow());
       conn.deny(
         'key-mismatch',
         `robot ${robotId} is enrolled with another key: delete the robot in the console and enrol again`,
@@ -115,14 +130,14 @@ export class RobotHandlers {
         heartbeatAck(conn, message.t);
         return;
       case 'announce':
-        presence.announcement = {
+        presence.announce({
           candidates: message.candidates,
           certHashes: message.cert_hashes,
           channels: message.channels,
           maxSessions: message.max_sessions,
           relay: message.relay,
           driverGraceMs: message.driver_grace_ms ?? 0,
-        };
+        });
         this.#control.announced(presence, message.sessions);
         return;
       case 'session-started':
@@ -161,7 +176,12 @@ export class RobotHandlers {
         .insert(robots)
         .values({ robotId, orgId: null, publicKey, createdAt })
         .onConflictDoNothing({ target: robots.robotId })
-        .returning({ robotId: robots.robotId, orgId: robots.orgId, publicKey: robots.publicKey });
+        .returning({
+          robotId: robots.robotId,
+          orgId: robots.orgId,
+          publicKey: robots.publicKey,
+          lastDenialAt: robots.lastDenialAt,
+        });
       if (row !== undefined) {
         await audit(tx, {
           orgId: null,
@@ -186,7 +206,7 @@ export class RobotHandlers {
   #online(conn: SignalConnection, row: RobotKeyRow): void {
     const hub = this.#hub;
     const wallNow = hub.clock.wallNow();
-    const presence = new RobotPresence(row.robotId, row.orgId, conn, wallNow);
+    const presence = new RobotPresence(row.robotId, row.orgId, conn, wallNow, hub.presenceChanged);
     const previous = hub.robots.get(row.robotId);
     if (previous !== undefined) presence.adopt(previous);
     else {
@@ -205,6 +225,8 @@ export class RobotHandlers {
     conn.admitRobot(presence);
     presence.lastWrittenAt = wallNow;
     hub.lastSeen.queue(row.robotId, wallNow);
+    this.#denials.connected(row.robotId, wallNow, row.lastDenialAt !== null);
+    presence.changed();
     conn.send({
       type: 'auth-ok',
       role: 'robot',

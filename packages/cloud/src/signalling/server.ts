@@ -1,7 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type Clock, type Logger, silentLogger, systemClock, type TimerHandle } from '@svc/runtime';
+import {
+  type Clock,
+  type Logger,
+  silentLogger,
+  systemClock,
+  type TimerHandle,
+  TypedEmitter,
+} from '@svc/runtime';
 import {
   isRobotAuth,
   MAX_SIGNAL_MESSAGE_BYTES,
@@ -14,7 +21,7 @@ import {
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { AuditBatcher } from '../audit/index.js';
 import type { CloudDb } from '../db/index.js';
-import { LastSeenWriter, RobotKeyLoader } from './batching.js';
+import { DenialWriter, LastSeenWriter, RobotKeyLoader } from './batching.js';
 import { type OpenState, type RatePolicy, SignalConnection, truncate } from './connection.js';
 import { CONTROL_REFUSAL_COOLDOWN_MS, CONTROL_REQUEST_TIMEOUT_MS, DriverControl } from './control.js';
 import type { SignallingHub } from './hub.js';
@@ -81,8 +88,21 @@ export interface SignallingOptions {
   readonly offlineSessionsKeptMs?: number;
 }
 
+/**
+ * A change signalling tells the API's live fleet view about:
+ * - `presence`: what {@link SignallingHandle.presenceOf} shows of the robot may have changed (it
+ *   came online or went offline, announced, a session or the driver changed, or its last-seen
+ *   time moved by a minute); `lastSeenAt` is when it was last heard, ms since the epoch.
+ * - `record`: the robots' rows changed (a denial remembered or cleared): read them again.
+ */
+export type RobotChange =
+  | { readonly kind: 'presence'; readonly robotId: string; readonly lastSeenAt: number }
+  | { readonly kind: 'record'; readonly robotIds: readonly string[] };
+
 /** What the HTTP API needs of signalling: presence, and ending sessions. */
 export interface SignallingHandle {
+  /** Calls `listener` after each {@link RobotChange}; returns the function that stops it. */
+  onRobotChange(listener: (change: RobotChange) => void): () => void;
   /** The robot's presence while it is connected to this node; `undefined` when it is not. */
   presenceOf(robotId: string): PresenceView | undefined;
   /**
@@ -135,6 +155,8 @@ export class SignallingServer implements SignallingHandle {
   readonly #pilotSide: PilotHandlers;
   readonly #control: DriverControl;
   readonly #audit: AuditBatcher;
+  readonly #denials: DenialWriter;
+  readonly #changes: TypedEmitter<{ change: (change: RobotChange) => void }>;
   readonly #connections = new Set<SignalConnection>();
   readonly #robots = new Map<string, RobotPresence>();
   readonly #parked: SignallingHub['parked'] = new Map();
@@ -180,6 +202,13 @@ export class SignallingServer implements SignallingHandle {
       onError: (err, count) =>
         this.#log.warn({ err, robots: count }, 'could not write last_seen_at; will try again'),
     });
+    this.#changes = new TypedEmitter(this.#log);
+    this.#denials = new DenialWriter({
+      db: options.db,
+      onError: (err, count) =>
+        this.#log.warn({ err, robots: count }, 'could not remember robot denials; will try again'),
+      onWritten: (robotIds) => this.#changes.safeEmit('change', { kind: 'record', robotIds }),
+    });
     this.#hub = {
       log: this.#log,
       clock: this.#clock,
@@ -188,6 +217,15 @@ export class SignallingServer implements SignallingHandle {
       parked: this.#parked,
       revokedJtis: this.#revokedJtis,
       lastSeen: this.#lastSeen,
+      presenceChanged: (presence) => {
+        // Only the robot's registered presence speaks for it (not one replaced or parked).
+        if (this.#robots.get(presence.robotId) !== presence) return;
+        this.#changes.safeEmit('change', {
+          kind: 'presence',
+          robotId: presence.robotId,
+          lastSeenAt: presence.lastHeardAt,
+        });
+      },
     };
     this.#audit = new AuditBatcher({
       db: options.db,
@@ -205,6 +243,7 @@ export class SignallingServer implements SignallingHandle {
       control: this.#control,
       db: options.db,
       keys: this.#keys,
+      denials: this.#denials,
       devOpenEnrolment: options.devOpenEnrolment,
       keyCacheSize: options.keyCacheSize ?? 100_000,
     });
@@ -292,6 +331,7 @@ export class SignallingServer implements SignallingHandle {
     }
     this.#keys.close();
     await this.#lastSeen.flush();
+    await this.#denials.close();
     await this.#audit.close();
     this.#wss.close();
     this.#log.debug('signalling closed');
@@ -299,6 +339,11 @@ export class SignallingServer implements SignallingHandle {
 
   // -------------------------------------------------------------------------------------------
   // The API's view
+
+  /** See {@link SignallingHandle.onRobotChange}. */
+  onRobotChange(listener: (change: RobotChange) => void): () => void {
+    return this.#changes.on('change', listener);
+  }
 
   /** See {@link SignallingHandle.presenceOf}. */
   presenceOf(robotId: string): PresenceView | undefined {
@@ -351,8 +396,17 @@ export class SignallingServer implements SignallingHandle {
    * Writes the driver slot's queued audit entries now (they are written within 100 ms anyway):
    * a reader of the audit log through this node calls it first.
    */
-  flushAudit(): Promise<void> {
-    return this.#audit.flush();
+  async flushAudit(): Promise<void> {
+    await this.#denials.flush();
+    await this.#audit.flush();
+  }
+
+  /**
+   * Writes the denials and clearings of robots' last denial queued now (they are written within
+   * 100 ms anyway).
+   */
+  flushDenials(): Promise<void> {
+    return this.#denials.flush();
   }
 
   /** Writes the queued `last_seen_at` times now (the sweep does it every few seconds). */
@@ -416,6 +470,8 @@ export class SignallingServer implements SignallingHandle {
     if (presence.lastHeardAt - presence.lastWrittenAt >= this.#lastSeenEveryMs) {
       presence.lastWrittenAt = presence.lastHeardAt;
       this.#lastSeen.queue(presence.robotId, presence.lastHeardAt);
+      // The fleet's view of the robot's last-seen time moves as often as the database's.
+      presence.changed();
     }
     if (presence.sessionCount === 0) return;
     this.#control.sweep(presence, now);
@@ -495,6 +551,11 @@ export class SignallingServer implements SignallingHandle {
     if (this.#robots.get(presence.robotId) !== presence) return;
     this.#robots.delete(presence.robotId);
     this.#lastSeen.queue(presence.robotId, presence.lastHeardAt);
+    this.#changes.safeEmit('change', {
+      kind: 'presence',
+      robotId: presence.robotId,
+      lastSeenAt: presence.lastHeardAt,
+    });
     this.#control.robotOffline(presence);
     if (presence.sessionCount > 0) this.#parked.set(presence.robotId, { presence, since: this.#clock.now() });
     this.#log.debug({ robotId: presence.robotId }, 'robot offline');

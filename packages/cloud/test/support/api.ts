@@ -32,6 +32,11 @@ export interface CallOptions {
   readonly idToken?: string;
   readonly body?: unknown;
   readonly headers?: Record<string, string>;
+  /**
+   * The answer may be an event stream (`text/event-stream`): its first event's JSON is the body,
+   * and the stream is closed as a client leaving would.
+   */
+  readonly eventStream?: boolean;
 }
 
 /** svc-cloud's HTTP app on a real database and a real OIDC provider, driven with `inject()`. */
@@ -116,6 +121,11 @@ export async function startApi(options: StartApiOptions): Promise<TestApi> {
     const headers: Record<string, string> = { ...o.headers };
     if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
     if (o.idToken !== undefined) headers['x-svc-id-token'] = o.idToken;
+    if (o.eventStream === true) {
+      const answer = await firstEvent(app, method, url, headers);
+      report();
+      return answer;
+    }
     const response = await app.inject({
       method,
       url,
@@ -144,4 +154,36 @@ export async function startApi(options: StartApiOptions): Promise<TestApi> {
       report();
     },
   }) as TestApi;
+}
+
+/**
+ * A request whose answer may be an event stream: a stream's body is its first event's JSON, read
+ * as it arrives, and then the response is destroyed as a client leaving would; any other answer's
+ * body is its JSON.
+ */
+async function firstEvent(
+  app: FastifyInstance,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+): Promise<Answer> {
+  const response = await app.inject({ method: method as 'GET', url, headers, payloadAsStream: true });
+  const stream = response.stream();
+  let text = '';
+  try {
+    for await (const chunk of stream) {
+      text += Buffer.from(chunk as Uint8Array).toString('utf8');
+      const end = text.indexOf('\n\n');
+      if (end >= 0 && response.headers['content-type']?.toString().startsWith('text/event-stream')) {
+        const data = text
+          .slice(0, end)
+          .split('\n')
+          .find((line) => line.startsWith('data: '));
+        return { status: response.statusCode, body: JSON.parse(data?.slice('data: '.length) ?? 'null') };
+      }
+    }
+    return { status: response.statusCode, body: text === '' ? undefined : JSON.parse(text) };
+  } finally {
+    (response.raw.res as { destroy(): void }).destroy();
+  }
 }

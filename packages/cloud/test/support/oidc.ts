@@ -1,5 +1,6 @@
 import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Clock } from '@svc/runtime';
 import {
   closeServer,
   discover,
@@ -16,6 +17,7 @@ import {
   type DevUser,
   type EmbeddedOidcProvider,
   generateSigningKey,
+  type ManagementApiOptions,
   type SigningAlgorithm,
 } from '../../src/identity/index.js';
 
@@ -54,6 +56,10 @@ export interface TestProviderOptions {
    * case of spec 5.1.5 where the issuer's `iss` is not reachable from the API.
    */
   issuerOrigin?: string;
+  /** Serve the Logto-compatible management API for one-time tokens with this M2M client. */
+  managementApi?: ManagementApiOptions;
+  /** The clock one-time tokens expire on. */
+  clock?: Clock;
 }
 
 /** Tokens made without the provider, for the negative tests. Each is for `sub`, valid unless said. */
@@ -127,6 +133,8 @@ export async function startTestProvider(options: TestProviderOptions = {}): Prom
     groupClaim: options.groupClaim,
     signingKeys: keys,
     resourceByDefault: options.resourceByDefault,
+    managementApi: options.managementApi,
+    clock: options.clock,
     onServerError: (err) => serverErrors.push(err),
   });
   dev = provider;

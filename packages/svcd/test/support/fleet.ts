@@ -4,14 +4,16 @@
  * online in signalling, with pilot session tokens minted by alice. What a pilot page needs is the
  * cloud's `signalUrl`, the robot id and a token.
  */
-import { type CloudProcess, type SignedInPerson, startCloudProcess } from '@svc/testkit';
 import {
+  type CloudProcess,
   type RobotConfigOptions,
   type RobotDaemon,
   type RobotFiles,
+  type SignedInPerson,
+  startCloudProcess,
   startRobotDaemon,
   writeRobotConfig,
-} from './robot-daemon.js';
+} from '@svc/testkit';
 
 /** A robot of the fleet, its daemon running. */
 export interface FleetRobot {

@@ -24,6 +24,9 @@ const consoleConfig = z
     provisioning: z.enum(PROVISIONING_POLICIES),
     developmentProvider: z.boolean().describe('Whether the issuer is the embedded development provider'),
     anonymous: z.boolean().describe('Whether callers without an account may list and drive robots'),
+    openEnrolment: z
+      .boolean()
+      .describe('Whether development open enrolment admits unknown robots (they belong to no organisation)'),
   })
   .describe('What the console needs to start a login');
 
@@ -36,7 +39,7 @@ export const consoleConfigRoutes: ApiPlugin = async (app, { ctx }) => {
     response: { 200: consoleConfig },
     errors: [],
     async handler() {
-      const { identity, provisioning, devAllowAnonymous } = ctx.config;
+      const { identity, provisioning, devAllowAnonymous, devOpenEnrolment } = ctx.config;
       return {
         issuer: identity.issuer,
         clientId: identity.clientId,
@@ -45,6 +48,7 @@ export const consoleConfigRoutes: ApiPlugin = async (app, { ctx }) => {
         provisioning,
         developmentProvider: identity.kind === 'development',
         anonymous: devAllowAnonymous,
+        openEnrolment: devOpenEnrolment,
       };
     },
   });

@@ -1,7 +1,7 @@
 import { ROBOT_ID_PATTERN } from '@svc/wire';
 import { and, desc, eq, gt, isNull } from 'drizzle-orm';
 import { z } from 'zod';
-import { audit } from '../../audit/index.js';
+import { type Actor, audit } from '../../audit/index.js';
 import {
   type CloudDb,
   type EnrolmentToken,
@@ -98,28 +98,12 @@ export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
     },
     async handler({ orgId, user }, { body }, reply) {
       const now = ctx.now();
-      const token = newSecret(ENROLMENT_TOKEN_PREFIX);
-      const row = await db.transaction(async (tx) => {
-        const [created] = await tx
-          .insert(enrolmentTokens)
-          .values({
-            orgId,
-            name: body.name ?? null,
-            tokenHash: hashSecret(token),
-            createdBy: user.id,
-            createdAt: now,
-            expiresAt: new Date(now.getTime() + body.expiresInHours * 3_600_000),
-          })
-          .returning();
-        await audit(tx, {
-          orgId,
-          actor: { kind: 'user', id: user.id },
-          action: 'enrolment-token.create',
-          targetKind: 'enrolment_token',
-          targetId: created!.id,
-          detail: { name: created!.name, expiresAt: created!.expiresAt.toISOString() },
-        });
-        return created!;
+      const { row, token } = await createEnrolmentToken(db, {
+        orgId,
+        name: body.name,
+        expiresInHours: body.expiresInHours,
+        actor: { kind: 'user', id: user.id },
+        now,
       });
       return reply.code(201).send({ enrolmentToken: enrolmentTokenView(row, now), token });
     },
@@ -192,6 +176,54 @@ export const enrolmentTokenRoutes: ApiPlugin = async (app, { ctx }) => {
   });
 };
 
+/** What {@link createEnrolmentToken} makes. */
+export interface NewEnrolmentToken {
+  readonly orgId: string;
+  /** A label for people, not a secret. */
+  readonly name: string | undefined;
+  /** 1 to {@link ENROLMENT_TOKEN_MAX_HOURS}. */
+  readonly expiresInHours: number;
+  /** Who creates it: an admin (`POST .../enrolment-tokens`), or the service itself (the demo robot). */
+  readonly actor: Actor;
+  readonly now: Date;
+}
+
+/**
+ * Creates a one-time enrolment token in one transaction with its audit entry
+ * (`enrolment-token.create`, never with the token). The token itself is in the result only; the
+ * database keeps its SHA-256.
+ */
+export async function createEnrolmentToken(
+  db: CloudDb,
+  request: NewEnrolmentToken,
+): Promise<{ row: EnrolmentToken; token: string }> {
+  const { orgId, actor, now } = request;
+  const token = newSecret(ENROLMENT_TOKEN_PREFIX);
+  const row = await db.transaction(async (tx) => {
+    const [created] = await tx
+      .insert(enrolmentTokens)
+      .values({
+        orgId,
+        name: request.name ?? null,
+        tokenHash: hashSecret(token),
+        createdBy: actor.kind === 'user' ? actor.id : null,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + request.expiresInHours * 3_600_000),
+      })
+      .returning();
+    await audit(tx, {
+      orgId,
+      actor,
+      action: 'enrolment-token.create',
+      targetKind: 'enrolment_token',
+      targetId: created!.id,
+      detail: { name: created!.name, expiresAt: created!.expiresAt.toISOString() },
+    });
+    return created!;
+  });
+  return { row, token };
+}
+
 /** `POST /api/v1/enrol`: a robot redeems an enrolment token with its public key (no user credential). */
 export const enrolRoutes: ApiPlugin = async (app, { ctx }) => {
   const routes = resource(app, { tags });
@@ -217,7 +249,9 @@ export const enrolRoutes: ApiPlugin = async (app, { ctx }) => {
           `this is not an enrolment token (they start with ${ENROLMENT_TOKEN_PREFIX}); check that it was copied whole, or ${NEW_TOKEN_HINT}`,
         );
       }
-      return reply.code(201).send(await redeem(ctx.db, body, ctx.now()));
+      const enrolled = await redeem(ctx.db, body, ctx.now());
+      ctx.fleet.handleRobotsChanged([enrolled.robotId]);
+      return reply.code(201).send(enrolled);
     },
   });
 };

@@ -84,6 +84,7 @@ export const grantRoutes: ApiPlugin = async (app, { ctx }) => {
         });
         return created;
       });
+      ctx.fleet.handleRobotsChanged([robotId]);
       return reply.code(201).send({ grant: grantView(row) });
     },
   });
@@ -114,6 +115,7 @@ export const grantRoutes: ApiPlugin = async (app, { ctx }) => {
           },
         });
       });
+      ctx.fleet.handleRobotsChanged([robotId]);
       return reply.code(204).send();
     },
   });

@@ -155,6 +155,8 @@ export const invitationAcceptRoutes: ApiPlugin = async (app, { ctx }) => {
   const routes = resource(app, { tags });
   routes.post('/accept', {
     summary: "Accepts an invitation with its token; the caller's verified email must be the invited one",
+    description:
+      'Accepting again an invitation this caller already accepted (also when their sign-in matched it by email) answers the same 200.',
     body: acceptBody,
     response: {
       200: z
@@ -173,6 +175,11 @@ export const invitationAcceptRoutes: ApiPlugin = async (app, { ctx }) => {
           .for('update');
         if (row === undefined)
           throw new ApiError('not-found', 'no invitation has this token; ask for a new invitation');
+        // Accepted by this same person already (invite-only sign-in matches a pending invitation
+        // by verified email): the link's acceptance is that one, not a second use.
+        if (row.acceptedAt !== null && row.acceptedBy === user.id) {
+          return { org: { id: row.orgId }, role: row.role };
+        }
         const state = oneTimeState(row, row.acceptedAt, now, { used: 'already accepted', open: 'open' });
         if (state !== 'open')
           throw new ApiError('gone', `this invitation was ${state}; ask for a new invitation`);

@@ -108,6 +108,7 @@ export const memberRoutes: ApiPlugin = async (app, { ctx }) => {
           detail: { role: current },
         });
       });
+      ctx.fleet.handleMembershipRemoved(orgId, params.user);
       return reply.code(204).send();
     },
   });

@@ -137,6 +137,7 @@ export const orgRoutes: ApiPlugin = async (app, { ctx }) => {
           detail: { robotsDeleted: gone.map((r) => r.robotId) },
         });
       });
+      ctx.fleet.handleOrgDeleted(orgId);
       return reply.code(204).send();
     },
   });

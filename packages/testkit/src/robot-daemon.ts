@@ -8,9 +8,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freeUdpPort } from '@svc/testkit';
+import { freeUdpPort } from './ports.js';
 
-const SVCD = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/svcd');
+/** `packages/svcd/bin/svcd`, the same relative path from `src/` and from `dist/`. */
+const SVCD = fileURLToPath(new URL('../../svcd/bin/svcd', import.meta.url));
 
 /** What goes into a robot's configuration. */
 export interface RobotConfigOptions {
