@@ -5,6 +5,7 @@
  * main actions (enrolment token, invitation, API key: each shown once, listed, revoked; the audit
  * log showing them) work from the pages.
  */
+import { generateKeyPairSync } from 'node:crypto';
 import {
   callAs,
   expectSignedIn,
@@ -187,6 +188,79 @@ describe.each(PROVIDERS)('the console by role (%s provider, default-org)', (kind
     for (const action of ['api-key.revoke', 'invitation.revoke', 'enrolment-token.revoke']) {
       await page.getByRole('cell', { name: action, exact: true }).first().waitFor();
     }
+    expect(tab.errors).toEqual([]);
+    await tab.close();
+  });
+  it("an admin manages access: a member's role and membership, a robot's grants, the audit log filtered", async () => {
+    const tab = await openTab(chromium, served.consoleUrl);
+    const { page } = tab;
+    await signIn(page, { button: /Alice/ });
+    await expectSignedIn(page, 'alice@example.test');
+
+    // A robot enrolled with a token the admin made (offline: no daemon needed for its grants).
+    const made = await callAs(
+      page,
+      served.cloud.address,
+      'POST',
+      `/api/v1/orgs/${orgId}/enrolment-tokens`,
+      {},
+    );
+    const { publicKey } = generateKeyPairSync('ed25519');
+    const enrolled = await fetch(`${served.cloud.address}/api/v1/enrol`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        robotId: 'grant-bot',
+        publicKey: publicKey.export({ format: 'jwk' }).x,
+        token: made.body.token,
+      }),
+    });
+    expect(enrolled.status).toBe(201);
+
+    // Fleet's search finds it; its page adds and removes a public grant.
+    await page.getByRole('heading', { level: 2, name: 'Fleet' }).waitFor();
+    await page.getByRole('textbox', { name: 'Search robots' }).fill('no-such-robot');
+    await expect.poll(() => page.locator('[data-robot]').count()).toBe(0);
+    await page.getByRole('textbox', { name: 'Search robots' }).fill('grant');
+    await page.locator('[data-robot="grant-bot"]').getByRole('link').click();
+    await page.getByRole('heading', { level: 2, name: 'grant-bot' }).waitFor();
+    await page.getByRole('combobox', { name: 'Grant to' }).click();
+    await page.getByRole('option', { name: 'Everyone (public)' }).click();
+    await page.getByRole('button', { name: 'Add grant' }).click();
+    await page.getByRole('cell', { name: 'everyone (public)', exact: true }).waitFor();
+    const grants = await callAs(page, served.cloud.address, 'GET', '/api/v1/robots/grant-bot/grants');
+    expect(grants.body.grants).toEqual([
+      expect.objectContaining({ grantee: { kind: 'public' }, access: 'observe' }),
+    ]);
+    await page.getByRole('button', { name: 'Remove grant to everyone (public)' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
+    await expect
+      .poll(() => page.getByRole('cell', { name: 'everyone (public)', exact: true }).count())
+      .toBe(0);
+
+    // Members: Vera becomes an operator, then leaves the organisation by the admin's hand.
+    await openPage(page, 'Members');
+    await page.getByRole('combobox', { name: 'Role of vera@example.test' }).click();
+    await page.getByRole('option', { name: 'operator' }).click();
+    await expect
+      .poll(async () => {
+        const members = await callAs(page, served.cloud.address, 'GET', `/api/v1/orgs/${orgId}/members`);
+        return members.body.members.find((m: { email: string }) => m.email === 'vera@example.test')?.role;
+      })
+      .toBe('operator');
+    await page.getByRole('button', { name: 'Remove vera@example.test' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
+    await expect.poll(() => page.getByRole('cell', { name: /vera@example.test/ }).count()).toBe(0);
+
+    // The audit log, filtered by action, shows only the grant's removal.
+    await openPage(page, 'Audit log');
+    await page.getByRole('combobox', { name: 'Action' }).fill('grant.delete');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    const table = page.getByRole('table', { name: 'Audit log entries' });
+    await table.getByRole('cell', { name: 'grant.delete', exact: true }).waitFor();
+    await expect
+      .poll(() => table.getByRole('cell', { name: 'membership.update', exact: true }).count())
+      .toBe(0);
     expect(tab.errors).toEqual([]);
     await tab.close();
   });
