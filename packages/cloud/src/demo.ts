@@ -16,9 +16,10 @@
  *
  * @packageDocumentation
  */
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '@svc/runtime';
+import { writePrivateFile } from '@svc/runtime/node';
 import { and, eq } from 'drizzle-orm';
 import type { FastifyInstance } from 'fastify';
 import { defaultOrg, mappedRole } from './api/provisioning.js';
@@ -196,12 +197,4 @@ async function joinEarlierDevelopmentUsers(options: DemoOptions, orgId: string):
       });
     });
   }
-}
-
-/** Writes `text` to `file` readable by its owner only (0600), atomically, in a 0700 folder. */
-async function writePrivateFile(file: string, text: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const temporary = `${file}.${process.pid}.tmp`;
-  await writeFile(temporary, text, { mode: 0o600 });
-  await rename(temporary, file);
 }

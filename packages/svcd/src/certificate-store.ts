@@ -1,7 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { readFile } from 'node:fs/promises';
 import type { Logger } from '@svc/runtime';
+import { writePrivateFile } from '@svc/runtime/node';
 import type { CertificateMaterial } from '@svc/transport';
 
 /**
@@ -43,10 +43,5 @@ export async function loadCertificate(
 
 /** Saves `material` atomically with mode 0600 (the private key is in it). */
 export async function saveCertificate(file: string, material: CertificateMaterial): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const temporary = `${file}.${process.pid}.tmp`;
-  await writeFile(temporary, JSON.stringify({ certPem: material.certPem, keyPem: material.keyPem }), {
-    mode: 0o600,
-  });
-  await rename(temporary, file);
+  await writePrivateFile(file, JSON.stringify({ certPem: material.certPem, keyPem: material.keyPem }));
 }

@@ -3,10 +3,10 @@
  * `POST <base>/api/v1/enrol`, and the service registers the key for the robot's id.
  */
 
-import { createHash, randomBytes } from 'node:crypto';
-import { open, readFile, rename, unlink } from 'node:fs/promises';
-import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { readFile, unlink } from 'node:fs/promises';
 import { CodedError, codedErrorGuard, type Logger, redactText, redactUrl } from '@svc/runtime';
+import { writePrivateFile } from '@svc/runtime/node';
 import { z } from 'zod';
 import type { DaemonConfig } from './config.js';
 import { loadOrCreateCredential, type RobotCredential } from './credential.js';
@@ -456,26 +456,6 @@ export async function enrolOnStart(options: EnrolOnStartOptions): Promise<StartE
       `enrolment failed; continuing with the existing robot key: ${err.message}`,
     );
     return { status: 'failed', credential, error: err };
-  }
-}
-
-/** Writes `text` to `file` through a 0600 temporary file and a rename. */
-async function writePrivateFile(file: string, text: string): Promise<void> {
-  const temporary = path.join(
-    path.dirname(file),
-    `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
-  );
-  try {
-    const handle = await open(temporary, 'wx', 0o600);
-    try {
-      await handle.writeFile(text, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temporary, file);
-  } finally {
-    await unlink(temporary).catch(() => {});
   }
 }
 

@@ -1,23 +1,9 @@
-/**
- * The demonstration robot of `npm start` (`docs/demo.md`): a real `svcd` whose camera is the
- * bundled H.264 clip looped as RTP from this process, with a heartbeat on a sensor channel and a
- * command channel whose datagrams this process logs. It enrols through the normal path: svc-cloud
- * (`SVC_DEMO=1`, `packages/cloud/src/demo.ts`) writes a one-time enrolment token into the robot's
- * folder while the robot is not enrolled, and `svcd` redeems it on its first start
- * (`SVC_ENROLMENT_TOKEN`).
- *
- * Everything lives in `<SVC_DATA_DIR>/demo-robot/`: the configuration (written at every start, with
- * fresh ports), the robot's credential and its enrolment record (both 0600, written by `svcd`).
- * Nothing here needs ffmpeg or GStreamer.
- *
- * @packageDocumentation
- */
-import { randomUUID } from 'node:crypto';
 import { createSocket } from 'node:dgram';
-import { access, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Clock, type Logger, systemClock, TypedEmitter } from '@svc/runtime';
+import { writePrivateFile } from '@svc/runtime/node';
 import { DemoError } from './errors.js';
 import { type H264Clip, parseH264Clip } from './h264-rtp.js';
 import { type CommandLine, CommandLog, listenForCommands, startHeartbeat } from './robot-io.js';
@@ -346,9 +332,7 @@ async function writeConfig(file: string, values: ConfigValues): Promise<void> {
     'codec = "json"',
     '',
   ].join('\n');
-  const temporary = `${file}.${randomUUID()}.tmp`;
-  await writeFile(temporary, text, { mode: 0o600 });
-  await rename(temporary, file);
+  await writePrivateFile(file, text);
 }
 
 /**

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { chmod, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writePrivateFile } from '@svc/runtime/node';
 import type { JWK } from 'jose';
 import type { AdapterPayload } from 'oidc-provider';
 import { IdentityError } from './errors.js';
@@ -110,7 +110,7 @@ async function loadOrCreateKeys(file: string, create: () => KeysFile): Promise<K
   const text = await readIfPresent(file);
   if (text === undefined) {
     const keys = create();
-    await attempt('write', file, () => writeAtomically(file, JSON.stringify(keys)));
+    await attempt('write', file, () => writePrivateFile(file, JSON.stringify(keys)));
     return keys;
   }
   await attempt('set the mode of', file, () => chmod(file, 0o600));
@@ -210,7 +210,7 @@ class FileWriter {
     this.#next ??= this.#current.then(() => {
       this.#next = undefined;
       const write = attempt('write', this.#file, () =>
-        writeAtomically(this.#file, JSON.stringify(this.#snapshot())),
+        writePrivateFile(this.#file, JSON.stringify(this.#snapshot())),
       );
       this.#current = write.catch(() => {});
       return write;
@@ -221,24 +221,6 @@ class FileWriter {
   /** Resolves once every write asked for so far is done (failed ones included). */
   async flush(): Promise<void> {
     await (this.#next ?? this.#current).catch(() => {});
-  }
-}
-
-/** Writes `text` to `file` with mode 0600 through a temporary file, so a reader never sees half of it. */
-async function writeAtomically(file: string, text: string): Promise<void> {
-  const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    const handle = await open(temporary, 'wx', 0o600);
-    try {
-      await handle.writeFile(text, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temporary, file);
-  } catch (err) {
-    await unlink(temporary).catch(() => {});
-    throw err;
   }
 }
 
