@@ -133,17 +133,18 @@ describe('the fleet feed', () => {
     return sink;
   }
 
-  it('writes many changes of a flush once, each robot with its newest state', async () => {
+  it('writes the changes of one moment together after a quiet spell, then at most once per interval, each robot with its newest state', async () => {
     const sink = await subscribe();
     expect(sink.writes).toHaveLength(1);
     expect(sink.writes[0]).toMatch(/^event: snapshot\ndata: \{"type":"snapshot"/);
+    clock.advance(100);
     const at = new Date(clock.wallNow());
     for (let n = 1; n <= 50; n++) signalling.set('r1', online(at, n % 4));
     signalling.set('r2', online(at, 0));
     signalling.set('r1', online(at, 3));
-    clock.advance(99);
     expect(sink.writes).toHaveLength(1);
-    clock.advance(1);
+    // After a quiet spell, on the next turn of the event loop: not held back for the interval.
+    clock.advance(0);
     expect(sink.events()).toEqual([
       [
         expect.objectContaining({
@@ -155,6 +156,13 @@ describe('the fleet feed', () => {
     ]);
     const [[r1]] = sink.events() as [[{ robot: { sessions: unknown[] } }]];
     expect(r1.robot.sessions).toHaveLength(3);
+    // Right after a flush, changes wait for the interval, and go together.
+    signalling.set('r2', online(at, 1));
+    signalling.set('r1', online(at, 2));
+    clock.advance(99);
+    expect(sink.writes).toHaveLength(2);
+    clock.advance(1);
+    expect(sink.events().at(-1)).toHaveLength(2);
   });
 
   it('sends nothing for a change that changes nothing shown', async () => {

@@ -67,6 +67,9 @@ async function upToDate() {
 
 /** Builds the console with Vite into `outDir/console`; returns the files written and read (absolute). */
 async function buildConsole(outDir) {
+  // Vite builds React for whatever NODE_ENV says (vitest's global setup runs this with `test`):
+  // the pages svc-cloud serves are always the production build.
+  process.env.NODE_ENV = 'production';
   const { build } = await import('vite');
   const { consoleViteConfig } = await import('./vite.config.mjs');
   const read = new Set();

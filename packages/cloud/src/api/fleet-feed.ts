@@ -2,9 +2,11 @@
  * The fleet's live view for the console: `GET /api/v1/orgs/{org}/fleet/events` subscribes here.
  * The feed keeps, for each org someone watches, its robots' records and grants; signalling tells
  * it when a robot's presence changes and the API when a robot's record, an org or a membership
- * changes. Changes are coalesced: robots are marked, and every `flushMs` each marked robot's view
- * is made once and written to every stream of its org (the newest state only), so a fleet
- * reconnecting at once costs one event per robot per flush per console, not one per message.
+ * changes. Changes are coalesced: robots are marked, and at most every `flushMs` each marked
+ * robot's view is made once and written to every stream of its org (the newest state only), so a
+ * fleet reconnecting at once costs one event per robot per flush per console, not one per message.
+ * A change after a quiet spell (no flush for `flushMs`) is written at once, on the next turn of the
+ * event loop: one robot coming online is not held back for the interval.
  */
 import type { Clock, TimerHandle } from '@svc/runtime';
 import type { CloudDb, RobotAccess } from '../db/index.js';
@@ -137,6 +139,8 @@ export class FleetFeed {
   readonly #clock: Clock;
   readonly #log: FleetFeedLog;
   readonly #flushMs: number;
+  /** When the last flush ran (monotonic ms); a change after `flushMs` of quiet is written at once. */
+  #lastFlushAt = Number.NEGATIVE_INFINITY;
   readonly #maxStreams: number;
   readonly #maxBuffered: number;
   readonly #watches = new Map<string, OrgWatch>();
@@ -326,10 +330,11 @@ export class FleetFeed {
       );
   }
 
-  /** Writes what is marked now (the timer does it `flushMs` after the first change). */
+  /** Writes what is marked now (the timer does it at most every `flushMs`). */
   flush(): void {
     this.#clock.clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
+    this.#lastFlushAt = this.#clock.now();
     if (this.#stale.size > 0) {
       const ids = [...this.#stale];
       this.#stale = new Set();
@@ -463,7 +468,9 @@ export class FleetFeed {
 
   #schedule(): void {
     if (this.#flushTimer !== undefined || this.#closed) return;
-    this.#flushTimer = this.#clock.setTimeout(() => this.flush(), this.#flushMs);
+    // Changes of one turn of the event loop go together; then no more than one flush per interval.
+    const wait = Math.max(0, this.#lastFlushAt + this.#flushMs - this.#clock.now());
+    this.#flushTimer = this.#clock.setTimeout(() => this.flush(), wait);
   }
 
   /** Writes a watch's removals, then its marked robots, one write per stream. */
