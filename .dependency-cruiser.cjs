@@ -29,7 +29,7 @@ const MAY_IMPORT = {
   // layer 4
   svcd: ['runtime', 'wire', 'media', 'qos', 'transport'],
   pilot: ['runtime', 'wire', 'qos'],
-  cloud: ['runtime', 'wire', 'qos'],
+  cloud: ['runtime', 'wire', 'udp-batch', 'qos'],
   // layer 5
   console: ['runtime', 'wire', 'qos', 'pilot'],
   // test tool, and a process of its own

@@ -16,7 +16,7 @@ start="$(date +%s%N)"
 ensure_node_modules
 # Chromium for the browser tests; ffmpeg and GStreamer (with its RTSP server and Python bindings)
 # as the real video sources of the ingest tests (shared/design/testing.md).
-bash scripts/ensure-system.sh chromium ffmpeg postgresql \
+bash scripts/ensure-system.sh chromium ffmpeg postgresql nftables tcpdump miniupnpd conntrack \
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
   gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-rtsp gir1.2-gst-rtsp-server-1.0 python3-gi
 echo "    setup took $(elapsed_since "$start")"

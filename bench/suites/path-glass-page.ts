@@ -60,6 +60,10 @@ export interface GlassSample {
   readonly connection: unknown;
   /** The robot's counters of the first channel every 250 ms: [ms after the first picture, counters]. */
   readonly robotSeries: [number, unknown][];
+  /** `performance.timeOrigin` of the page: the connection's times (`pathSwitches[].atMs`) plus it are epoch ms. */
+  readonly timeOrigin: number;
+  /** When the first picture was painted, epoch ms. */
+  readonly firstPaintEpochMs: number;
 }
 
 const epochMs = () => performance.timeOrigin + performance.now();
@@ -134,6 +138,8 @@ export async function measureGlass(params: GlassParams): Promise<GlassSample> {
     kernel: activeFecKernel(),
     connection: { ...stats, channels: undefined },
     robotSeries,
+    timeOrigin: performance.timeOrigin,
+    firstPaintEpochMs: firstPaint,
   };
 }
 

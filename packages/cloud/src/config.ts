@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { CodedError, codedErrorGuard, redactUrl } from '@svc/runtime';
 import { z } from 'zod';
 
@@ -104,6 +105,17 @@ export interface CloudConfig {
   readonly sessionTokenTtlSeconds: number;
   /** How long one session signing key signs before the next one takes over, hours. */
   readonly sessionKeyRotationHours: number;
+  /**
+   * The relay of last resort on this node (`SVC_RELAY`, default on): the address parties reach it
+   * at (`SVC_RELAY_HOST`, default the host of the public URL), the address its UDP ports bind
+   * (`SVC_RELAY_BIND`, default `SVC_HOST`) and their range (`SVC_RELAY_PORTS`, `min-max`, default
+   * any free port). `undefined` when off.
+   */
+  readonly relay?: {
+    readonly publicHost: string;
+    readonly bindHost: string;
+    readonly ports?: { readonly min: number; readonly max: number };
+  };
 }
 
 /** Defaults, in one place. */
@@ -167,6 +179,12 @@ export function parseRoleMap(text: string): Map<string, Role> {
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** The host of a URL without IPv6 brackets. */
+function hostOf(url: string): string {
+  const { hostname } = new URL(url);
+  return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+}
 
 /**
  * Reads the service's configuration from the environment once, at start. Every problem is
@@ -335,6 +353,30 @@ export function loadCloudConfig(env: Env): CloudConfig {
         'the demo robot runs only with the embedded development provider; unset SVC_OIDC_ISSUER, or set SVC_DEMO=0',
     });
 
+  const relayOn = oneOf('SVC_RELAY', ['on', 'off'] as const, 'on') === 'on';
+  const relayBind = get('SVC_RELAY_BIND') ?? host;
+  if (isIP(relayBind) === 0)
+    issues.push({
+      variable: 'SVC_RELAY_BIND',
+      message: `"${relayBind}" is not an IP address (0.0.0.0, ::, or one of this host's)`,
+    });
+  let relayPorts: { min: number; max: number } | undefined;
+  const portsText = get('SVC_RELAY_PORTS');
+  if (portsText !== undefined) {
+    const m = /^(\d{1,5})-(\d{1,5})$/.exec(portsText);
+    const min = Number(m?.[1]);
+    const max = Number(m?.[2]);
+    if (m === null || min < 1 || max > 65535 || min > max) {
+      issues.push({
+        variable: 'SVC_RELAY_PORTS',
+        message: `"${portsText}" is not a port range like 40000-40999`,
+      });
+    } else {
+      relayPorts = { min, max };
+    }
+  }
+  const relayHost = get('SVC_RELAY_HOST') ?? hostOf(publicUrl);
+
   const config: CloudConfig = {
     host,
     port,
@@ -370,6 +412,15 @@ export function loadCloudConfig(env: Env): CloudConfig {
       1,
       24 * 90,
     ),
+    ...(relayOn
+      ? {
+          relay: {
+            publicHost: relayHost,
+            bindHost: relayBind,
+            ...(relayPorts === undefined ? {} : { ports: relayPorts }),
+          },
+        }
+      : {}),
   };
   if (issues.length > 0) throw new CloudConfigError(issues);
   return Object.freeze(config);

@@ -40,4 +40,11 @@ export {
   type MailMessage,
   noInvitationProvider,
 } from './invitations/index.js';
+export {
+  type AllocationGrant,
+  type AllocationRefused,
+  type AllocationRequest,
+  RelayServer,
+  type RelayServerOptions,
+} from './relay/index.js';
 export { DEV_USERS, type RunningCloud, startCloud } from './server.js';

@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { type Logger, redactUrl } from '@svc/runtime';
 import { createLogger } from '@svc/runtime/node';
@@ -126,6 +127,9 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
     verifySessionToken: (token) => sessionKeys.verify(token),
     devOpenEnrolment: config.devOpenEnrolment,
     logger: log,
+    ...(config.relay === undefined
+      ? {}
+      : { relay: { ...config.relay, bindHost: relayBindHost(config.relay) } }),
   });
   const app = await buildApp({
     config,
@@ -192,4 +196,19 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
       await database.close();
     },
   };
+}
+
+/**
+ * The address the relay's ports bind. A UDP socket on a wildcard address answers from whichever
+ * address the route out picks, not the one it was reached at: on a host with several addresses a
+ * robot behind NAT would see answers from another address and its NAT would drop them. So when
+ * the relay's public host is one of this host's own addresses and the bind is a wildcard, the
+ * ports bind that address.
+ */
+export function relayBindHost(relay: { readonly publicHost: string; readonly bindHost: string }): string {
+  if (relay.bindHost !== '0.0.0.0' && relay.bindHost !== '::') return relay.bindHost;
+  const own = Object.values(networkInterfaces())
+    .flat()
+    .some((entry) => entry?.address === relay.publicHost);
+  return own ? relay.publicHost : relay.bindHost;
 }

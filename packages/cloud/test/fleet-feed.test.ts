@@ -80,6 +80,7 @@ function online(at: Date, sessions: number): PresenceView {
       role: 'observer' as const,
       sub: 'anonymous',
       started: true,
+      path: 'direct' as const,
     })),
   };
 }

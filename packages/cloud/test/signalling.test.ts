@@ -333,7 +333,11 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
       pilot.send({ type: 'connect', robot_id: robot.robotId });
       expect((await pilot.expect('offer')).role).toBe('observer');
       const listed = await h.http('GET', `/api/v1/robots/${robot.robotId}`, alice.token);
-      expect(listed.body.robot.sessions).toContainEqual({ sessionId: offer.session_id, role: 'driver' });
+      expect(listed.body.robot.sessions).toContainEqual({
+        sessionId: offer.session_id,
+        role: 'driver',
+        path: 'direct',
+      });
     });
 
     it('denies a token for robot A asking for robot B (forbidden), and the connection stays usable', async () => {
@@ -469,7 +473,7 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
         online: true,
         channels: announced.channels,
         candidates: announced.candidates,
-        sessions: [{ sessionId: offer.session_id, role: 'driver' }],
+        sessions: [{ sessionId: offer.session_id, role: 'driver', path: 'direct' }],
         lastSeenAt: expect.any(String),
       });
       expect(byId.get(offline.robotId)).toMatchObject({ online: false, channels: [], sessions: [] });
@@ -497,7 +501,7 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
 
       const path = `/api/v1/robots/${robot.robotId}/sessions`;
       expect((await h.http('GET', path, alice.token)).body.sessions).toEqual([
-        { sessionId: offer.session_id, role: 'driver', sub: 'user:revoked', started: true },
+        { sessionId: offer.session_id, role: 'driver', sub: 'user:revoked', started: true, path: 'direct' },
       ]);
       // Another org's admin neither sees nor ends it.
       expect((await h.http('GET', path, bob.token)).status).toBe(404);

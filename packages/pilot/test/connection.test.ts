@@ -122,7 +122,9 @@ describe('PilotConnection: offering', () => {
     h.offers[0]!.answer.resolve({ ...OFFER, urls: [] });
     await settle();
     expect(h.connection.state).toBe('reconnecting');
-    expect(h.states.at(-1)?.[1]).toMatch(/^robot r1 announced no address it can be reached at; retrying/);
+    expect(h.states.at(-1)?.[1]).toMatch(
+      /^robot r1 announced no address it can be reached at, and does not allow the cloud relay \(relay = false\); retrying/,
+    );
     expect(h.transports).toHaveLength(0);
   });
 
@@ -210,7 +212,7 @@ describe('PilotConnection: dialing (the candidate race)', () => {
     await settle();
     expect(h.connection.state).toBe('reconnecting');
     expect(h.states.at(-1)?.[1]).toBe(
-      `no candidate of the robot answered: ${URLS[0]}: timed out; ${URLS[1]}: unreachable; retrying in 125 ms`,
+      `no path to the robot answered: ${URLS[0]}: timed out; ${URLS[1]}: unreachable; the robot does not allow the cloud relay (relay = false in its [agent] configuration), so no other path is tried; retrying in 125 ms`,
     );
   });
 
@@ -565,7 +567,8 @@ describe('PilotConnection: calls that make no sense are refused', () => {
     for (const to of kinds) {
       expect(canTransition('closed', to)).toBe(false);
       expect(canTransition('denied', to)).toBe(false);
-      expect(canTransition(to, 'connected')).toBe(to === 'starting');
+      // A session that moves to another path stays connected (`connected` → `connected`).
+      expect(canTransition(to, 'connected')).toBe(to === 'starting' || to === 'connected');
       expect(canTransition(to, 'idle')).toBe(false);
     }
   });

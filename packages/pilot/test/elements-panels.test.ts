@@ -67,6 +67,7 @@ function stats(channel: PilotChannelStats): PilotConnectionStats {
     sessions: 1,
     rttMs: 12.4,
     clockOffsetMs: 0,
+    pathSwitches: [],
     malformedDatagrams: 0,
     lateEvents: 0,
     channels: { '1': channel },

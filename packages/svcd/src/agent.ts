@@ -1,8 +1,11 @@
+import { isIPv4 } from 'node:net';
 import type { Logger } from '@svc/runtime';
 import type { SignalChannel } from '@svc/wire';
 import { candidateSource } from './candidates.js';
 import type { DaemonConfig } from './config.js';
 import { enrolmentBaseUrl, enrolOnStart } from './enrolment.js';
+import { createGatewayClients } from './port-mapping/clients.js';
+import { PortMapper } from './port-mapping/mapper.js';
 import { type RunningDaemon, serve } from './serve.js';
 import type { AuthorizeSession } from './session-registry.js';
 import { isSessionTokenError, SessionTokenVerifier } from './session-tokens.js';
@@ -25,6 +28,8 @@ export interface AgentOptions {
 export interface RunningAgent {
   readonly daemon: RunningDaemon;
   readonly signalling: SignallingClient;
+  /** The QUIC port's mapping on the gateway, with `port_mapping = true`. */
+  readonly portMapper: PortMapper | undefined;
   stop(): Promise<void>;
 }
 
@@ -35,8 +40,9 @@ const OFFER_TTL_MS = 60_000;
  * Runs the robot daemon as deployed: the robot's key (created on first run), enrolment when a
  * token is configured (fatal on a first run, a warning otherwise), the pilot session token
  * verifier (keys from the service's JWKS, cached on disk so sessions keep working while the cloud
- * is unreachable), the direct path with every channel, and the signalling client that announces
- * the robot and reports its sessions.
+ * is unreachable), the direct path with every channel, the signalling client that announces
+ * the robot and reports its sessions, and with `port_mapping` the QUIC port's mapping on the
+ * gateway (a change of the mapped address is announced at once).
  *
  * @throws EnrolmentError on a first run whose enrolment failed.
  */
@@ -99,12 +105,25 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
     throw err;
   }
 
+  const portMapper = agent.port_mapping
+    ? new PortMapper({
+        port: daemon.port,
+        lifetimeS: agent.port_mapping_lifetime_s,
+        clients: createGatewayClients({
+          protocols: agent.port_mapping_protocols,
+          ...(agent.port_mapping_gateway !== undefined && { gateway: agent.port_mapping_gateway }),
+          ...(options.host !== undefined &&
+            isIPv4(options.host) &&
+            options.host !== '0.0.0.0' && { internalAddress: options.host }),
+        }),
+        logger,
+      })
+    : undefined;
   const candidates = candidateSource({
     port: daemon.port,
     ipv6: agent.ipv6,
-    portMapping: agent.port_mapping,
-    logger,
     ...(options.host !== undefined && { addresses: [options.host] }),
+    ...(portMapper !== undefined && { mapped: () => portMapper.candidate() }),
   });
   const channels: SignalChannel[] = config.channels.map((c) => ({
     id: c.id,
@@ -135,6 +154,23 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
       daemon.sessions.revoke(message.session_id, message.reason);
       if (message.jti !== undefined) daemon.sessions.revokeJti(message.jti, undefined, message.reason);
     },
+    onRelayOpen: (message) => {
+      if (!agent.relay) {
+        logger.warn(
+          { session_id: message.session_id },
+          'svc-cloud offered a relay, but relay = false here; ignored',
+        );
+        return;
+      }
+      void daemon
+        .attachRelay({ host: message.host, port: message.port, token: message.token })
+        .then((result) => {
+          const where = { session_id: message.session_id, relay: `${message.host}:${message.port}` };
+          if (result.ok)
+            logger.info({ ...where, expiresInMs: result.expiresInMs }, 'relay attached for a session');
+          else logger.warn({ ...where, code: result.code }, `relay attach failed: ${result.message}`);
+        });
+    },
     onSessionRole: (message) => {
       const reason =
         message.role === 'driver'
@@ -150,11 +186,19 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   const unsubscribe = [
     daemon.sessions.on('started', ({ session }) =>
-      signalling.sessionStarted({ session_id: session.sessionId, role: session.role, sub: session.sub }),
+      signalling.sessionStarted({
+        session_id: session.sessionId,
+        role: session.role,
+        sub: session.sub,
+        path: session.path,
+      }),
     ),
     daemon.sessions.on('ended', ({ session }) => signalling.sessionEnded(session.sessionId)),
+    daemon.sessions.on('path', (session) => signalling.sessionPath(session.sessionId, session.path)),
+    ...(portMapper === undefined ? [] : [portMapper.on('changed', () => signalling.reannounce())]),
   ];
   signalling.start();
+  portMapper?.start();
   logger.info(
     { robotId: agent.robot_id, quicPort: daemon.port, enrolment: enrolment.status },
     'svcd running',
@@ -162,9 +206,10 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
   return {
     daemon,
     signalling,
+    portMapper,
     async stop() {
       for (const off of unsubscribe) off();
-      await signalling.stop();
+      await Promise.all([signalling.stop(), portMapper?.stop()]);
       await daemon.stop();
       verifier.stop();
     },

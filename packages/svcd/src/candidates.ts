@@ -1,12 +1,12 @@
 import { isIP } from 'node:net';
 import { type NetworkInterfaceInfo, networkInterfaces } from 'node:os';
-import type { Logger } from '@svc/runtime';
 import type { SignalCandidate } from '@svc/wire';
+import { MAX_CANDIDATES } from './signalling/announce.js';
 
 /**
  * The addresses a robot announces for its QUIC port (`announce.candidates`): its own host
  * addresses, read from the network interfaces each time, so a new DHCP lease or a second link
- * shows at the next announce.
+ * shows at the next announce, then the public address a gateway mapped (`port_mapping`).
  */
 
 /** A snapshot of the network interfaces, shaped like `os.networkInterfaces()`. */
@@ -29,13 +29,12 @@ export interface HostCandidateOptions {
 
 /** Options of {@link candidateSource}. */
 export interface CandidateSourceOptions extends HostCandidateOptions {
-  /** `port_mapping` of the configuration. */
-  readonly portMapping: boolean;
-  readonly logger: Logger;
+  /**
+   * The `mapped` candidate of port mapping (`port_mapping = true`, the `PortMapper`), read on
+   * every announce; `undefined` while no gateway holds a mapping.
+   */
+  readonly mapped?: () => SignalCandidate | undefined;
 }
-
-/** The notice logged once when `port_mapping = true`: the mapped candidate does not exist yet. */
-export const PORT_MAPPING_NOTICE = 'port_mapping is not implemented yet; only host candidates are announced';
 
 const WILDCARDS = new Set(['0.0.0.0', '::', '[::]']);
 
@@ -91,13 +90,19 @@ export function hostCandidates(options: HostCandidateOptions): SignalCandidate[]
 
 /**
  * A function for the signalling client's `announce` that reads {@link hostCandidates} afresh on
- * every call. Logs {@link PORT_MAPPING_NOTICE} once, here, when `port_mapping = true`, rather
- * than on every announce.
+ * every call, followed by the mapped candidate when there is one. The mapped candidate always
+ * fits in an announce ({@link MAX_CANDIDATES}), and is left out when it is one of the host
+ * candidates already (a robot with a public address, no NAT).
  */
 export function candidateSource(options: CandidateSourceOptions): () => SignalCandidate[] {
-  if (options.portMapping) options.logger.info({}, PORT_MAPPING_NOTICE);
-  const { portMapping: _portMapping, logger: _logger, ...hostOptions } = options;
-  return () => hostCandidates(hostOptions);
+  const { mapped, ...hostOptions } = options;
+  return () => {
+    const hosts = hostCandidates(hostOptions);
+    const extra = mapped?.();
+    if (extra === undefined) return hosts;
+    if (hosts.some((h) => h.address === extra.address && h.port === extra.port)) return hosts;
+    return [...hosts.slice(0, MAX_CANDIDATES - 1), extra];
+  };
 }
 
 function explicitCandidate(raw: string, port: number): SignalCandidate {

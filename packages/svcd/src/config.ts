@@ -1,10 +1,12 @@
 import { readFile } from 'node:fs/promises';
+import { isIPv4 } from 'node:net';
 import { checkVideoInput, isMediaError, MJPEG_BANDWIDTH_WARNING } from '@svc/media';
 import { DEFAULT_QOS_PROFILE, QOS_PROFILE_NAMES } from '@svc/qos';
 import { CodedError, codedErrorGuard, redactUrl } from '@svc/runtime';
 import { ROBOT_ID_PATTERN } from '@svc/wire';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
+import { PORT_MAPPING_PROTOCOLS } from './port-mapping/gateway-client.js';
 
 /** One problem in a configuration file: the key, the value found, and what was expected. */
 export interface ConfigIssue {
@@ -36,6 +38,10 @@ export const AGENT_DEFAULTS = {
   quic_port: 4433,
   ipv6: false,
   port_mapping: false,
+  /** With `port_mapping`: the protocols asked, in this order (ADR 0020). */
+  port_mapping_protocols: PORT_MAPPING_PROTOCOLS,
+  /** With `port_mapping`: the lease asked of the gateway, in seconds; renewed at half. */
+  port_mapping_lifetime_s: 3600,
   qos_profile: DEFAULT_QOS_PROFILE,
   max_sessions: 4,
   relay: false,
@@ -67,6 +73,8 @@ const udpUrl = (expected: string) =>
 const udpAddress = (expected: string) =>
   text(expected).refine((v) => parseUdpAddress(v) !== undefined, { error: expected });
 
+const PROTOCOL_CHOICE = PORT_MAPPING_PROTOCOLS.map((p) => `"${p}"`).join(' or ');
+
 const agentSchema = z
   .object({
     robot_id: text('a non-empty robot identifier').regex(ROBOT_ID_PATTERN, {
@@ -79,6 +87,17 @@ const agentSchema = z
     quic_port: int(1, 65535).default(AGENT_DEFAULTS.quic_port),
     ipv6: bool().default(AGENT_DEFAULTS.ipv6),
     port_mapping: bool().default(AGENT_DEFAULTS.port_mapping),
+    port_mapping_protocols: z
+      .array(z.enum(PORT_MAPPING_PROTOCOLS, { error: PROTOCOL_CHOICE }), {
+        error: `an array of ${PROTOCOL_CHOICE}, asked in that order`,
+      })
+      .min(1, { error: `at least one of ${PROTOCOL_CHOICE}` })
+      .refine((list) => new Set(list).size === list.length, { error: 'each protocol at most once' })
+      .default(() => [...AGENT_DEFAULTS.port_mapping_protocols]),
+    port_mapping_lifetime_s: int(10, 86_400).default(AGENT_DEFAULTS.port_mapping_lifetime_s),
+    port_mapping_gateway: text('an IPv4 address (the gateway to ask)')
+      .refine((value) => isIPv4(value), { error: 'an IPv4 address (the gateway to ask), e.g. 192.168.1.1' })
+      .optional(),
     qos_profile: z
       .enum(QOS_PROFILE_NAMES, { error: `one of ${QOS_PROFILE_NAMES.join(', ')}` })
       .default(AGENT_DEFAULTS.qos_profile),
@@ -396,11 +415,21 @@ function formatValue(key: string, value: unknown): string {
   return String(value);
 }
 
-/** The known key that `name` most likely meant: a prefix of it, or within an edit distance of 3. */
+/**
+ * The known key that `name` most likely meant: one it is the start of (`port_mapping_lifetim`),
+ * else one within an edit distance of 3, else one it extends (`port_mapping_on`).
+ */
 function closest(name: string, known: readonly string[]): string | undefined {
   const lower = name.toLowerCase();
-  const extended = known.find((candidate) => candidate.startsWith(lower) || lower.startsWith(candidate));
-  if (extended !== undefined) return extended;
+  const completed = known.find((candidate) => candidate.startsWith(lower));
+  if (completed !== undefined) return completed;
+  const near = nearest(lower, known);
+  if (near !== undefined) return near;
+  return known.find((candidate) => lower.startsWith(candidate));
+}
+
+/** The known key within an edit distance of 3 of `lower`, the nearest first. */
+function nearest(lower: string, known: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = 4;
   for (const candidate of known) {

@@ -10,7 +10,6 @@ export {
   type HostCandidateOptions,
   hostCandidates,
   type InterfaceTable,
-  PORT_MAPPING_NOTICE,
 } from './candidates.js';
 export {
   CommandChannel,

@@ -1,7 +1,12 @@
 import { hostname } from 'node:os';
 import { type QosProfileName, qosProfile } from '@svc/qos';
 import type { Logger } from '@svc/runtime';
-import { CertificateRotation, WebTransportServer } from '@svc/transport';
+import {
+  CertificateRotation,
+  type RelayAttachRequest,
+  type RelayAttachResult,
+  WebTransportServer,
+} from '@svc/transport';
 import { certificatePath, loadCertificate, saveCertificate } from './certificate-store.js';
 import { ChannelQos } from './channel-qos.js';
 import { CommandChannel } from './command-channel.js';
@@ -36,6 +41,8 @@ export interface RunningDaemon {
   certificateHashes(): string[];
   /** The open sessions: the signalling client revokes through it and follows its events. */
   readonly sessions: SessionRegistry;
+  /** Attaches the QUIC port to a relayed session's relay port (svc-cloud's `relay-open`). */
+  attachRelay(request: RelayAttachRequest): Promise<RelayAttachResult>;
   stop(): Promise<void>;
 }
 
@@ -135,7 +142,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
     onError: (err) => logger.error({ err: String(err) }, 'transport error'),
     onSession: (session) => {
       logger.info({ session: session.id, remote: session.remoteAddress }, 'pilot session opened');
-      const pilot = new PilotSession({
+      const pilot: PilotSession = new PilotSession({
         session,
         channels,
         sensors,
@@ -155,6 +162,13 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
         onDriverIdle: (sessionId, idleMs) =>
           publisherControl?.send({ type: 'driver-idle', session_id: sessionId, idle_ms: idleMs }),
         onClose: () => pilots.delete(pilot),
+        adopt: (move): boolean => {
+          for (const other of pilots) {
+            if (other !== pilot && other.admitted?.sessionId === move.sessionId)
+              return other.moveTo(move.transport, move.grant);
+          }
+          return false;
+        },
       });
       pilots.add(pilot);
     },
@@ -206,6 +220,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
     port: server.port,
     certificateHashes: () => certificates.hashes().map(hex),
     sessions: registry,
+    attachRelay: (request) => server.attachRelay(request),
     async stop() {
       clearInterval(qosTimer);
       for (const ladder of recovery.values()) ladder.close();

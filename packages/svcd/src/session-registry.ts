@@ -44,6 +44,8 @@ export interface OpenSession {
   readonly exp: number;
   /** Registry clock (ms) at admission. */
   readonly startedAtMs: number;
+  /** How the session's packets travel: straight from the pilot, or through svc-cloud's relay. */
+  readonly path: 'direct' | 'relay';
 }
 
 /** Stable codes of a refused admission. */
@@ -63,6 +65,8 @@ export interface AdmitRequest {
   readonly close: (reason: string) => void;
   /** The session's role changed ({@link SessionRegistry.setRole}): it now drives or observes. */
   readonly roleChanged?: (session: OpenSession, reason: string) => void;
+  /** How its packets travel (default `direct`). */
+  readonly path?: 'direct' | 'relay';
 }
 
 /** A session started or ended; `sessions` is the count of open sessions after the change. */
@@ -81,11 +85,13 @@ export interface RoleChangeEvent {
   readonly reason: string;
 }
 
-/** Events of a {@link SessionRegistry}: a session started, ended, or changed role. */
+/** Events of a {@link SessionRegistry}: a session started, ended, changed role or path. */
 export type SessionRegistryEvents = {
   started: (event: SessionEvent) => void;
   ended: (event: SessionEvent) => void;
   role: (event: RoleChangeEvent) => void;
+  /** A session's packets travel another way now (the pilot moved off the relay). */
+  path: (session: OpenSession) => void;
 };
 
 /** Options of {@link SessionRegistry}. */
@@ -234,6 +240,7 @@ export class SessionRegistry {
       jti: grant.jti,
       exp: grant.exp,
       startedAtMs: this.#now(),
+      path: request.path ?? 'direct',
     });
     this.#open.set(sessionId, { session, close: request.close, roleChanged: request.roleChanged });
     if (role === 'driver') {
@@ -301,6 +308,27 @@ export class SessionRegistry {
     }
     this.#changeRole(sessionId, role, reason);
     return true;
+  }
+
+  /** The session moved to another transport, which carries its packets `path`. */
+  setPath(sessionId: string, path: 'direct' | 'relay'): boolean {
+    const entry = this.#open.get(sessionId);
+    if (entry === undefined) return false;
+    if (entry.session.path === path) return true;
+    entry.session = Object.freeze({ ...entry.session, path });
+    this.#events.safeEmit('path', entry.session);
+    return true;
+  }
+
+  /**
+   * The pilot renewed the session with a fresh token (checked by the caller: same person, same
+   * robot): it lives until `exp` (seconds since the epoch), and the new token counts as its own.
+   */
+  renew(sessionId: string, jti: string, exp: number): OpenSession | undefined {
+    const entry = this.#open.get(sessionId);
+    if (entry === undefined) return undefined;
+    if (exp > entry.session.exp) entry.session = Object.freeze({ ...entry.session, exp, jti });
+    return entry.session;
   }
 
   #changeRole(sessionId: string, role: SessionRole, reason: string): void {

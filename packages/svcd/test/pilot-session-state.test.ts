@@ -208,6 +208,6 @@ describe('PilotSession states', () => {
   });
 
   it('refuses every move the life cycle does not have, naming both states', () => {
-    expect(expectOnlyListedMoves('PilotSession', PILOT_SESSION_MOVES)).toBe(16);
+    expect(expectOnlyListedMoves('PilotSession', PILOT_SESSION_MOVES)).toBe(26);
   });
 });

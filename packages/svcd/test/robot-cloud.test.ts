@@ -378,7 +378,11 @@ describe('pilots in Chromium through signalling', () => {
     expect(result.offer?.channels).toEqual([{ id: 1, name: 'front', kind: 'video' }]);
     expect(result.role).toBe('driver');
     expect(result.sessionId).toBe(result.offer?.sessionId);
-    expect(during.sessions).toContainEqual({ sessionId: result.offer?.sessionId, role: 'driver' });
+    expect(during.sessions).toContainEqual({
+      sessionId: result.offer?.sessionId,
+      role: 'driver',
+      path: 'direct',
+    });
     expect(result.message).toBeNull();
     const stats = Object.values(result.stats.channels)[0]!;
     expect(stats.decoded).toBeGreaterThanOrEqual(0.9 * FRAMES);

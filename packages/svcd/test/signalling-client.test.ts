@@ -3,12 +3,7 @@ import { FakeClock, memoryLogger } from '@svc/runtime/testing';
 import { freeTcpPort } from '@svc/testkit';
 import { encodeSignalMessage, SIGNAL_SUBPROTOCOL } from '@svc/wire';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  candidateSource,
-  hostCandidates,
-  type InterfaceTable,
-  PORT_MAPPING_NOTICE,
-} from '../src/candidates.js';
+import { hostCandidates, type InterfaceTable } from '../src/candidates.js';
 import type { AnnounceState } from '../src/signalling/announce.js';
 import {
   type SessionOpenMessage,
@@ -545,25 +540,5 @@ describe('hostCandidates', () => {
       sessions: [],
     });
     expect(JSON.parse(text).candidates).toHaveLength(Math.min(16, candidates.length));
-  });
-
-  it('says once that port mapping is not implemented', () => {
-    const logger = memoryLogger();
-    const source = candidateSource({
-      port: 4433,
-      ipv6: false,
-      portMapping: true,
-      logger,
-      interfaces: () => LAPTOP,
-    });
-    source();
-    source();
-    expect(logger.records.map((e) => e.message)).toEqual([PORT_MAPPING_NOTICE]);
-    expect(PORT_MAPPING_NOTICE).toBe(
-      'port_mapping is not implemented yet; only host candidates are announced',
-    );
-    const quiet = memoryLogger();
-    candidateSource({ port: 4433, ipv6: false, portMapping: false, logger: quiet })();
-    expect(quiet.records).toEqual([]);
   });
 });

@@ -57,9 +57,13 @@ export interface LaunchedChromium {
  * Playwright gives the browser a fresh temporary `--user-data-dir` of its own (it refuses that
  * flag in `args`) and removes it on close; in addition the browser process gets a private
  * `TMPDIR`, so every file it writes lands in a directory that `close()` removes.
+ * `executablePath` replaces the Debian binary (a wrapper that starts it in a test's network
+ * namespace, say).
  */
-export async function launchChromium(): Promise<LaunchedChromium> {
-  const executablePath = findChromium();
+export async function launchChromium(
+  options: { readonly executablePath?: string } = {},
+): Promise<LaunchedChromium> {
+  const executablePath = options.executablePath ?? findChromium();
   const tempDir = await mkdtemp(join(tmpdir(), 'testkit-chromium-'));
   let browser: Browser;
   try {
@@ -117,14 +121,29 @@ export interface RunInChromiumOptions {
  */
 export class ChromiumSession {
   readonly #launched: LaunchedChromium;
+  readonly #served: PageServing;
 
-  private constructor(launched: LaunchedChromium) {
+  private constructor(launched: LaunchedChromium, served: PageServing) {
     this.#launched = launched;
+    this.#served = served;
   }
 
-  /** Launches the browser. Call {@link ChromiumSession.close} when done (in `afterAll`). */
-  static async open(): Promise<ChromiumSession> {
-    return new ChromiumSession(await launchChromium());
+  /**
+   * Launches the browser. Call {@link ChromiumSession.close} when done (in `afterAll`).
+   *
+   * `executablePath` replaces the Debian binary (a wrapper that starts it in a test's network
+   * namespace); `serve: 'route'` then hands the page and bundle to the browser through
+   * Playwright's request interception at `http://127.0.0.1:<port>` (a secure context in any
+   * namespace) instead of from an HTTP server of this process, which a browser in another
+   * namespace could not reach.
+   */
+  static async open(
+    options: { readonly executablePath?: string; readonly serve?: PageServing } = {},
+  ): Promise<ChromiumSession> {
+    const launched = await launchChromium(
+      options.executablePath === undefined ? {} : { executablePath: options.executablePath },
+    );
+    return new ChromiumSession(launched, options.serve ?? 'server');
   }
 
   /** Closes the browser and removes its temporary files. */
@@ -142,7 +161,7 @@ export class ChromiumSession {
   async run<T>(opts: RunInChromiumOptions): Promise<T> {
     checkOptions(opts);
     const bundle = await bundleForBrowser(opts.entry, opts.exportName);
-    return runBundle<T>(this.#launched.browser, opts, bundle);
+    return runBundle<T>(this.#launched.browser, opts, bundle, this.#served);
   }
 }
 
@@ -173,8 +192,16 @@ function checkOptions(opts: RunInChromiumOptions): void {
   }
 }
 
+/** How the test page and its bundle reach the browser. */
+export type PageServing = 'server' | 'route';
+
 /** Serves `bundle`, runs the export in a new browser context, and closes both whatever happens. */
-async function runBundle<T>(browser: Browser, opts: RunInChromiumOptions, bundle: string): Promise<T> {
+async function runBundle<T>(
+  browser: Browser,
+  opts: RunInChromiumOptions,
+  bundle: string,
+  serving: PageServing = 'server',
+): Promise<T> {
   const { entry, exportName, args = [], timeoutMs = DEFAULT_TIMEOUT_MS } = opts;
   const what = `${exportName}() from ${entry}`;
   const pageErrors: string[] = [];
@@ -185,11 +212,12 @@ async function runBundle<T>(browser: Browser, opts: RunInChromiumOptions, bundle
       ...consoleErrors.map((e) => `\n  console.error: ${e}`),
     ].join('');
 
-  const server = await serveBundle(bundle);
+  const server = serving === 'server' ? await serveBundle(bundle) : ROUTED;
   let context: BrowserContext | undefined;
   let timer: NodeJS.Timeout | undefined;
   try {
     context = await browser.newContext();
+    if (serving === 'route') await routeBundle(context, bundle);
     const page = await context.newPage();
     page.on('pageerror', (err) => pageErrors.push(err.stack ?? String(err)));
     page.on('console', (msg) => {
@@ -316,6 +344,23 @@ globalThis.__testkitRun = async (name, args) => {
 };
 </script>
 `;
+
+/** The origin the page is loaded from when Playwright answers its requests (no server listens). */
+const ROUTED: BundleServer = { origin: 'http://127.0.0.1', close: async () => undefined };
+
+/** Answers the page's and the bundle's requests in `context` from this process. */
+async function routeBundle(context: BrowserContext, bundle: string): Promise<void> {
+  await context.route(`${ROUTED.origin}/**`, (route) => {
+    const path = new URL(route.request().url()).pathname;
+    if (path === '/') {
+      return route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: PAGE_HTML });
+    }
+    if (path === '/bundle.js') {
+      return route.fulfill({ status: 200, contentType: 'text/javascript; charset=utf-8', body: bundle });
+    }
+    return route.fulfill({ status: 404, contentType: 'text/plain', body: 'not found' });
+  });
+}
 
 /** Serves the page and the bundle on 127.0.0.1, on a free port. */
 async function serveBundle(bundle: string): Promise<BundleServer> {

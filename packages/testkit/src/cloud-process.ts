@@ -28,6 +28,13 @@ export interface CloudProcessOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** The port to listen on, when a test must know it first (e.g. for an issuer's redirect URIs). Default: a free one. */
   readonly port?: number;
+  /**
+   * Runs the process through this command prefix (e.g. `['ip', 'netns', 'exec', '<namespace>']`
+   * to start it in a test's network namespace). Default: none.
+   */
+  readonly prefix?: readonly string[];
+  /** `SVC_HOST`, the address it listens on (default `127.0.0.1`). */
+  readonly host?: string;
 }
 
 /** An HTTP answer of the service: status and parsed JSON body (`undefined` when there is none). */
@@ -107,8 +114,9 @@ export async function startCloudProcess(options: CloudProcessOptions = {}): Prom
   const port = options.port ?? (await freeTcpPort());
   const address = `http://127.0.0.1:${port}`;
   const env = cleanEnv({
-    SVC_HOST: '127.0.0.1',
+    SVC_HOST: options.host ?? '127.0.0.1',
     SVC_PORT: String(port),
+    SVC_PUBLIC_URL: address,
     SVC_DATA_DIR: dataDir,
     SVC_RATE_LIMIT_PER_MINUTE: '0',
     ...options.env,
@@ -123,7 +131,8 @@ export async function startCloudProcess(options: CloudProcessOptions = {}): Prom
   let runs = 0;
 
   const launch = async (): Promise<void> => {
-    const started = spawn(SVC_CLOUD, [], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const [command, ...args] = [...(options.prefix ?? []), SVC_CLOUD];
+    const started = spawn(command!, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
     runs += 1;
     const run = runs;

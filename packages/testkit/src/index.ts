@@ -8,6 +8,7 @@ export {
   findChromium,
   type LaunchedChromium,
   launchChromium,
+  type PageServing,
   type RunInChromiumOptions,
   runInChromium,
 } from './chromium.js';
@@ -40,6 +41,51 @@ export {
   type TestCodec,
 } from './media-sources.js';
 export {
+  NAT_PMP_SERVER_PORT,
+  type NatPmpResponder,
+  type NatPmpResponderOptions,
+  type ResponderEvent,
+  type ResponderMapping,
+  startNatPmpResponder,
+} from './natpmp-responder.js';
+export {
+  type AddressesFor,
+  createTopology,
+  type DnatRule,
+  decodeUdp,
+  formatIpv6,
+  type HostAddresses,
+  LinkType,
+  NAMESPACE_PREFIX,
+  type NamespaceRef,
+  type NamespaceRole,
+  type NatMode,
+  NetnsError,
+  type NetnsErrorCode,
+  type PacketCapture,
+  type PcapFile,
+  type PcapRecord,
+  type PortForward,
+  type PortForwardRule,
+  type RunCommandOptions,
+  type RunResult,
+  readPcap,
+  type Topology,
+  type TopologyAddresses,
+  type TopologyFor,
+  type TopologyInterfaces,
+  type TopologyOptions,
+  type UdpPacket,
+  udpPacketsFromPcap,
+} from './netns/index.js';
+export {
+  type NetnsFleet,
+  type NetnsFleetOptions,
+  type NetnsRobot,
+  type NetnsRobotOptions,
+  startNetnsFleet,
+} from './netns-fleet.js';
+export {
   CookieJar,
   discover,
   type LoginAs,
@@ -62,6 +108,7 @@ export {
   enrolByCli,
   type RobotConfigOptions,
   type RobotDaemon,
+  type RobotDaemonOptions,
   type RobotFiles,
   runSvcd,
   type SvcdResult,
@@ -74,3 +121,4 @@ export {
   type RunningRtspServer,
   startRtspServer,
 } from './rtsp-server.js';
+export { startTcpForwarder, type TcpForwarder, type TcpForwarderOptions } from './tcp-forward.js';

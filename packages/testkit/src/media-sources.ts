@@ -25,6 +25,11 @@ export interface RtpSourceOptions {
   readonly openGop?: boolean;
   /** Pace at the frame rate like a camera (default true); false sends as fast as possible. */
   readonly realtime?: boolean;
+  /**
+   * Runs the encoder through this command prefix (e.g. `['ip', 'netns', 'exec', '<namespace>']`
+   * for a camera in a test's network namespace). Default: none.
+   */
+  readonly prefix?: readonly string[];
 }
 
 /** A running source process. */
@@ -91,7 +96,7 @@ export function ffmpegRtpSource(options: RtpSourceOptions): RunningSource {
     payloadType,
     `rtp://${options.host ?? '127.0.0.1'}:${options.port}?pkt_size=1200`,
   ];
-  return spawnSource('ffmpeg', args);
+  return spawnSource('ffmpeg', args, options.prefix);
 }
 
 /** Sends a test pattern as RTP with GStreamer. */
@@ -104,11 +109,12 @@ export function gstreamerRtpSource(options: RtpSourceOptions): RunningSource {
     mjpeg: 'jpegenc ! rtpjpegpay mtu=1200',
   };
   const pipeline = `${source} ! ${encoders[options.codec]} ! udpsink host=${options.host ?? '127.0.0.1'} port=${options.port}`;
-  return spawnSource('gst-launch-1.0', ['-q', ...pipeline.split(' ')]);
+  return spawnSource('gst-launch-1.0', ['-q', ...pipeline.split(' ')], options.prefix);
 }
 
-function spawnSource(command: string, args: string[]): RunningSource {
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+function spawnSource(command: string, args: string[], prefix: readonly string[] = []): RunningSource {
+  const [first, ...rest] = [...prefix, command, ...args];
+  const child = spawn(first!, rest, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();

@@ -169,7 +169,12 @@ function chooseForm(html: string, user: LoginAs): PageForm {
       return { action, fields: [['name', user.name]] };
     }
   }
-  throw new Error(`the login page offers no way to log in ${JSON.stringify(user)}`);
+  const text = html
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 300);
+  throw new Error(`the login page offers no way to log in ${JSON.stringify(user)}; it says: ${text}`);
 }
 
 function attribute(attrs: string, name: string): string | undefined {

@@ -26,6 +26,8 @@ export interface RobotConfigOptions {
   readonly channels?: readonly string[];
   /** `[publisher_control] udp = "<address>:<port>"`. */
   readonly publisherControl?: string;
+  /** More `[agent]` lines (TOML), e.g. `relay = true`. */
+  readonly agent?: readonly string[];
 }
 
 /** A robot's directory: its configuration, credential and state. */
@@ -54,6 +56,7 @@ export async function writeRobotConfig(options: RobotConfigOptions): Promise<Rob
     `quic_port = ${quicPort}`,
     `max_sessions = ${options.maxSessions ?? 4}`,
     ...(options.enrolmentToken === undefined ? [] : [`enrolment_token = "${options.enrolmentToken}"`]),
+    ...(options.agent ?? []),
     ...(options.channels ?? []),
     ...(options.publisherControl === undefined
       ? []
@@ -133,9 +136,35 @@ export interface RobotDaemon {
   stop(): Promise<void>;
 }
 
-/** Starts `svcd --config <robot.configPath> --host 127.0.0.1` with a clean environment plus `env`. */
-export function startRobotDaemon(robot: RobotFiles, env: Readonly<Record<string, string>> = {}): RobotDaemon {
-  const child = spawn(SVCD, ['--config', robot.configPath, '--host', '127.0.0.1'], {
+/** Where and how {@link startRobotDaemon} runs the daemon. */
+export interface RobotDaemonOptions {
+  /**
+   * Runs the process through this command prefix (e.g. `['ip', 'netns', 'exec', '<namespace>']`
+   * to start it in a test's network namespace). Default: none.
+   */
+  readonly prefix?: readonly string[];
+  /** `--host`: the address to bind and announce (default `127.0.0.1`); `null` binds all and announces the interfaces'. */
+  readonly host?: string | null;
+}
+
+/**
+ * Starts `svcd --config <robot.configPath> --host 127.0.0.1` (or the options' host) with a clean
+ * environment plus `env`.
+ */
+export function startRobotDaemon(
+  robot: RobotFiles,
+  env: Readonly<Record<string, string>> = {},
+  options: RobotDaemonOptions = {},
+): RobotDaemon {
+  const host = options.host === undefined ? '127.0.0.1' : options.host;
+  const [command, ...args] = [
+    ...(options.prefix ?? []),
+    SVCD,
+    '--config',
+    robot.configPath,
+    ...(host === null ? [] : ['--host', host]),
+  ];
+  const child = spawn(command!, args, {
     env: cleanEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

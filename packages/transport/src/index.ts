@@ -7,6 +7,13 @@ export * from './cert/index.js';
 export { isTransportError, TransportError, type TransportErrorCode } from './errors.js';
 export * from './quic/index.js';
 export {
+  RELAY_ATTACH_RETRY_MS,
+  type RelayAttachRequest,
+  type RelayAttachResult,
+  RelayLegs,
+  type RelayLegsOptions,
+} from './relay/leg.js';
+export {
   PacedSendQueue,
   type PacedSendQueueOptions,
   type QueueOccupancy,

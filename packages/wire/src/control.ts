@@ -78,8 +78,22 @@ const messages = [
       v: z.literal(1),
       token: z.string().max(8192),
       session_id: z.string().min(1).max(128).optional(),
+      /**
+       * `true`: this transport is a new path for the open session `session_id` (the pilot moves
+       * off the relay): the robot moves the session here and answers `moved`, not `welcome`.
+       */
+      move: z.boolean().optional(),
     })
     .strict(),
+  /** The session now runs on the transport that sent `hello {move: true}`; `path` is how. */
+  z.object({ type: z.literal('moved'), path: z.enum(['direct', 'relay']) }).strict(),
+  /**
+   * The pilot's fresh pilot session token for its session (sent before the old one expires): the
+   * robot checks it as at `hello` (same person, the same robot) and keeps the session to its expiry.
+   */
+  z.object({ type: z.literal('renew'), token: z.string().max(8192) }).strict(),
+  /** The robot accepted a `renew`: the session lives until `exp` (seconds since the epoch). */
+  z.object({ type: z.literal('renewed'), exp: z.number().int() }).strict(),
   z
     .object({
       type: z.literal('welcome'),

@@ -17,6 +17,7 @@ import { CodedError, codedErrorGuard } from '@svc/runtime';
  * - `control-message`: a control-stream line that is not JSON, breaks the schema, or is too long.
  * - `signal-message`: a signalling message that is not JSON, breaks the schema, or is too long.
  * - `publisher-control`: a publisher-control datagram that is too long, not JSON, or breaks the schema.
+ * - `relay-control`: a relay control datagram with no magic, an unknown type, or lengths that do not add up.
  */
 export type WireErrorCode =
   | 'short-datagram'
@@ -32,7 +33,8 @@ export type WireErrorCode =
   | 'chunk-mismatch'
   | 'control-message'
   | 'signal-message'
-  | 'publisher-control';
+  | 'publisher-control'
+  | 'relay-control';
 
 /** The one error class of `@svc/wire`: bad bytes from a peer, or a block that cannot be repaired. */
 export class WireError extends CodedError<WireErrorCode> {

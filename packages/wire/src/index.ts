@@ -70,6 +70,17 @@ export {
   type ReassemblerOptions,
   type ReassemblerStats,
 } from './reassembler.js';
+export {
+  decodeRelayControl,
+  encodeRelayControl,
+  isRelayControl,
+  MAX_RELAY_CONTROL_BYTES,
+  MAX_RELAY_TOKEN_BYTES,
+  RELAY_MAGIC,
+  RELAY_REFUSALS,
+  type RelayControl,
+  type RelayRefusal,
+} from './relay.js';
 export { seqDiff16, seqDiff32, seqLess16, seqNext16, wrapU32 } from './seq.js';
 export {
   CONTROL_OUTCOMES,
@@ -82,14 +93,18 @@ export {
   type PilotAuthMessage,
   parseSignalClientMessage,
   parseSignalServerMessage,
+  RELAY_ALLOCATION_REFUSALS,
+  type RelayAllocationRefusal,
   ROBOT_ID_PATTERN,
   type RobotAuthMessage,
   robotChallengePayload,
+  type SessionPath,
   SIGNAL_CLOSE,
   SIGNAL_SUBPROTOCOL,
   type SignalCandidate,
   type SignalChannel,
   type SignalClientMessage,
+  type SignalOffer,
   type SignalPerson,
   type SignalServerMessage,
 } from './signalling.js';

@@ -1,4 +1,5 @@
 import { WireError } from './errors.js';
+import { RELAY_REFUSALS } from './relay.js';
 import { z } from './zod.js';
 
 /**
@@ -87,6 +88,29 @@ const certHash = z.string().regex(/^[0-9a-f]{64}$/, { error: 'a SHA-256 hash in 
 
 const requestId = z.string().min(1).max(128);
 
+/** How a session's packets travel: straight between pilot and robot, or through svc-cloud's relay. */
+const sessionPath = z.enum(['direct', 'relay']);
+/** How a session's packets travel (`direct` or `relay`). */
+export type SessionPath = z.infer<typeof sessionPath>;
+
+/** An address a relay socket is reached at: an IP address literal or a DNS name. */
+const relayHost = z.string().min(1).max(253);
+/** A relay token (opaque to its holder). */
+const relayToken = z
+  .string()
+  .min(1)
+  .max(1024)
+  .regex(/^[\x21-\x7e]+$/, { error: 'printable ASCII' });
+
+/**
+ * Why svc-cloud refused a relay allocation (`relay-refused`): the codes of the relay's own attach
+ * refusals, plus `not-allowed` (the robot or the service does not allow relaying, or the session
+ * is not this connection's) and `unavailable` (no relay port could be opened now).
+ */
+export const RELAY_ALLOCATION_REFUSALS = [...RELAY_REFUSALS, 'not-allowed', 'unavailable'] as const;
+/** One of {@link RELAY_ALLOCATION_REFUSALS}. */
+export type RelayAllocationRefusal = (typeof RELAY_ALLOCATION_REFUSALS)[number];
+
 /** Who a session is for, as other pilots see them: the token's `sub` and a display name, when known. */
 const person = z
   .object({
@@ -151,8 +175,17 @@ const clientOthers = [
     .strict(),
   z.object({ type: z.literal('heartbeat'), t: z.number().optional() }).strict(),
   z
-    .object({ type: z.literal('session-started'), session_id: sessionId, role, sub: z.string().max(256) })
+    .object({
+      type: z.literal('session-started'),
+      session_id: sessionId,
+      role,
+      sub: z.string().max(256),
+      /** How the session's packets travel (absent from robots before the relay: `direct`). */
+      path: sessionPath.optional(),
+    })
     .strict(),
+  /** A session's packets now travel another way (the pilot moved from the relay to a direct path). */
+  z.object({ type: z.literal('session-path'), session_id: sessionId, path: sessionPath }).strict(),
   z.object({ type: z.literal('session-ended'), session_id: sessionId }).strict(),
   z.object({ type: z.literal('connect'), robot_id: robotId }).strict(),
   z.object({ type: z.literal('leave'), session_id: sessionId }).strict(),
@@ -169,6 +202,16 @@ const clientOthers = [
    * same token) to the new connection, to hear the driver news again and ask for the slot.
    */
   z.object({ type: z.literal('resume'), session_id: sessionId }).strict(),
+  /**
+   * A pilot asks for its relay port for a session: `token` is the offer's `relay_grant.token`,
+   * good for this one session, this one party, once.
+   */
+  z.object({ type: z.literal('relay-allocate'), session_id: sessionId, token: relayToken }).strict(),
+  /**
+   * A pilot renews a session before its token expires: `token` is a fresh pilot session token for
+   * the same robot and person. The relay allocation (if any) lives on until the new expiry.
+   */
+  z.object({ type: z.literal('renew'), session_id: sessionId, token: z.string().min(1).max(8192) }).strict(),
 ] as const;
 
 /** Messages a robot or pilot sends. */
@@ -249,6 +292,64 @@ const serverMessages = z.discriminatedUnion('type', [
       cert_hashes: z.array(certHash).min(1).max(4),
       channels: z.array(channel).max(255),
       relay: z.boolean(),
+      /**
+       * Present when `relay` is true: where this session's relay lives (the node it is pinned to)
+       * and the pilot's token for `relay-allocate`.
+       */
+      relay_grant: z
+        .object({ host: relayHost, token: relayToken, expires_in_ms: z.number().int().min(0) })
+        .strict()
+        .optional(),
+    })
+    .strict(),
+  /** The pilot's relay port for a session: WebTransport to `https://<host>:<port>/` pinning the robot's hashes. */
+  z
+    .object({
+      type: z.literal('relay-allocated'),
+      session_id: sessionId,
+      host: relayHost,
+      port: z.number().int().min(1).max(65535),
+      expires_in_ms: z.number().int().min(0),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('relay-refused'),
+      session_id: sessionId,
+      code: z.enum(RELAY_ALLOCATION_REFUSALS),
+      message: z.string().max(512),
+    })
+    .strict(),
+  /**
+   * To the robot: a pilot is coming through the relay for `session_id`; attach from the QUIC port
+   * to `host:port` with `token` (`docs/protocol/relay.md`).
+   */
+  z
+    .object({
+      type: z.literal('relay-open'),
+      session_id: sessionId,
+      host: relayHost,
+      port: z.number().int().min(1).max(65535),
+      token: relayToken,
+    })
+    .strict(),
+  /** A `renew` was accepted: the session (and its relay allocation) lives until `exp` (seconds since the epoch). */
+  z.object({ type: z.literal('renewed'), session_id: sessionId, exp: z.number().int() }).strict(),
+  /** A `renew` was refused: the session ends when its current token expires. */
+  z
+    .object({ type: z.literal('renew-refused'), session_id: sessionId, message: z.string().max(512) })
+    .strict(),
+  /**
+   * To the pilots of a robot's sessions: the robot announced other addresses or certificates (a
+   * port was mapped, a lease changed, the certificate rotated). A session on the relay tries the
+   * new direct candidates.
+   */
+  z
+    .object({
+      type: z.literal('candidates'),
+      robot_id: robotId,
+      candidates: z.array(candidate).max(16),
+      cert_hashes: z.array(certHash).min(1).max(4),
     })
     .strict(),
   z.object({ type: z.literal('robot-offline'), robot_id: robotId }).strict(),
@@ -303,6 +404,9 @@ const serverMessages = z.discriminatedUnion('type', [
     .strict(),
 ]);
 
+/** An `offer`. */
+export type SignalOffer = Extract<SignalServerMessage, { type: 'offer' }>;
+
 /** A message a robot or pilot sends. */
 export type SignalClientMessage = z.infer<typeof clientMessages>;
 /** A message svc-cloud sends. */
@@ -356,6 +460,12 @@ const SERVER_TYPES = new Set([
   'session-open',
   'session-revoked',
   'offer',
+  'relay-allocated',
+  'relay-refused',
+  'relay-open',
+  'renewed',
+  'renew-refused',
+  'candidates',
   'robot-offline',
   'driver',
   'control-request',

@@ -18,7 +18,16 @@ import { offlineView, type PresenceView, subjectOf } from '../signalling/index.j
 import { optionalTimestamp, timestamp, uuid } from './schemas.js';
 
 /** A session on the robot. */
-const robotSession = z.object({ sessionId: z.string(), role: z.enum(['driver', 'observer']) });
+const sessionPath = z
+  .enum(['direct', 'relay'])
+  .describe(
+    "How the session's packets travel: straight between pilot and robot, or through svc-cloud's relay",
+  );
+const robotSession = z.object({
+  sessionId: z.string(),
+  role: z.enum(['driver', 'observer']),
+  path: sessionPath,
+});
 
 /** Who holds the driver slot. */
 const robotDriver = z
@@ -133,7 +142,7 @@ export function robotView(row: RobotRecord, inputs: ViewInputs): RobotView {
     channels: [...presence.channels],
     candidates: [...presence.candidates],
     relay: presence.relay,
-    sessions: presence.sessions.map((x) => ({ sessionId: x.sessionId, role: x.role })),
+    sessions: presence.sessions.map((x) => ({ sessionId: x.sessionId, role: x.role, path: x.path })),
     driver: driverOf(presence, inputs.person),
     lastDenial:
       row.lastDenialReason === null || row.lastDenialAt === null

@@ -1,4 +1,4 @@
-import type { SignalClientMessage, SignalServerMessage } from '@svc/wire';
+import type { SessionPath, SignalClientMessage, SignalServerMessage } from '@svc/wire';
 import type { AuditEntry } from '../audit/index.js';
 import type { PilotState, SignalConnection } from './connection.js';
 import { notAllowed, type SignallingHub } from './hub.js';
@@ -347,15 +347,35 @@ export class DriverControl {
   }
 
   /** The robot reports a session running (`session-started`). */
-  started(presence: RobotPresence, sessionId: string, role: 'driver' | 'observer', sub: string): void {
+  started(
+    presence: RobotPresence,
+    sessionId: string,
+    role: 'driver' | 'observer',
+    sub: string,
+    path?: SessionPath,
+  ): void {
     const before = presence.driver;
-    if (presence.started(sessionId, role, sub)) {
+    const pathBefore = presence.session(sessionId)?.path;
+    if (presence.started(sessionId, role, sub, path)) {
       presence.reservation = undefined;
       const record = presence.session(sessionId);
       if (record !== undefined)
         this.#write(presence, DRIVER_SLOT_AUDIT.acquire, record, { session_id: sessionId, how: 'started' });
     }
+    const record = presence.session(sessionId);
+    if (record !== undefined && path === 'relay' && pathBefore !== 'relay') {
+      this.#write(presence, SESSION_PATH_AUDIT, record, { session_id: sessionId, path });
+    }
     this.#settle(presence, before);
+  }
+
+  /** The robot reports that a session's packets travel another way now (`session-path`). */
+  pathChanged(presence: RobotPresence, sessionId: string, path: SessionPath): void {
+    const record = presence.session(sessionId);
+    if (record === undefined || record.path === path) return;
+    record.path = path;
+    this.#write(presence, SESSION_PATH_AUDIT, record, { session_id: sessionId, path });
+    presence.changed();
   }
 
   /** A session is gone (`session-ended`, `leave`, a revocation, an offer never started). */
@@ -668,6 +688,9 @@ export class DriverControl {
     });
   }
 }
+
+/** Audit action of a session that runs through the relay, or moved from it to a direct path. */
+export const SESSION_PATH_AUDIT = 'session.path';
 
 const SERVER_FAILED = 'the server could not decide (it is logged); try again';
 

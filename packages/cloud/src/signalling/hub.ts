@@ -1,4 +1,5 @@
 import type { Clock, Logger } from '@svc/runtime';
+import type { RelayServer } from '../relay/index.js';
 import type { LastSeenWriter } from './batching.js';
 import { type SignalConnection, truncate } from './connection.js';
 import type { RobotPresence } from './presence.js';
@@ -20,6 +21,8 @@ export interface SignallingHub {
   /** Revoked token ids and their expiry (seconds since the epoch): refused until then. */
   readonly revokedJtis: Map<string, number>;
   readonly lastSeen: LastSeenWriter;
+  /** This node's relay of last resort; `undefined` when relaying is off here. */
+  readonly relay: RelayServer | undefined;
   /** Told after each change of a robot's presence (the API's live fleet view listens). */
   readonly presenceChanged: (presence: RobotPresence) => void;
 }

@@ -1,3 +1,4 @@
+import { QOS_PROFILES } from '@svc/qos';
 import { ROBOT_ID_PATTERN, SIGNAL_CLOSE, type SignalClientMessage } from '@svc/wire';
 import { type PilotState, type SignalConnection, truncate } from './connection.js';
 import type { DriverControl } from './control.js';
@@ -137,12 +138,23 @@ export class PilotHandlers {
       case 'resume':
         this.#resume(conn, state, message.session_id);
         return;
+      case 'relay-allocate':
+        void this.#allocateRelay(conn, state, message.session_id, message.token).catch((err: unknown) =>
+          this.#hub.log.error({ err: String(err) }, 'relay allocation failed'),
+        );
+        return;
+      case 'renew':
+        void this.#renew(conn, state, message.session_id, message.token).catch((err: unknown) =>
+          this.#hub.log.error({ err: String(err) }, 'session renewal failed'),
+        );
+        return;
       case 'auth':
         notAllowed(conn, 'already authenticated');
         return;
       case 'announce':
       case 'session-started':
       case 'session-ended':
+      case 'session-path':
         notAllowed(conn, `"${message.type}" is a robot message`);
         return;
       default:
@@ -171,6 +183,119 @@ export class PilotHandlers {
     if (this.#hub.robots.get(robotId) === presence) this.#control.offered(presence, presence.driver, conn);
     else conn.send({ type: 'robot-offline', robot_id: robotId });
     this.#hub.log.debug({ robotId, sessionId }, 'pilot resumed its session on a new signalling connection');
+  }
+
+  /**
+   * `relay-allocate`: the pilot's relay port for one of its sessions, the token being the offer's
+   * pilot token for that session. The robot hears `relay-open` (its own token) first, so its
+   * attach is under way when the pilot's first packet arrives.
+   */
+  async #allocateRelay(
+    conn: SignalConnection,
+    state: PilotState,
+    sessionId: string,
+    token: string,
+  ): Promise<void> {
+    const refuse = (code: Parameters<typeof relayRefused>[1], message: string) =>
+      conn.send(relayRefused(sessionId, code, message));
+    const relay = this.#hub.relay;
+    const robotId = state.claims.robotId;
+    const presence = this.#hub.robots.get(robotId);
+    const record = presence?.session(sessionId);
+    if (relay === undefined) {
+      refuse('not-allowed', 'this svc-cloud node does not relay (SVC_RELAY=off)');
+      return;
+    }
+    if (!state.sessions.has(sessionId) || presence === undefined || record === undefined) {
+      refuse('not-allowed', `no session ${sessionId} of this connection is open on robot ${robotId}`);
+      return;
+    }
+    if (presence.announcement?.relay !== true) {
+      refuse(
+        'not-allowed',
+        `robot ${robotId} does not allow relaying (relay = false in its [agent] configuration)`,
+      );
+      return;
+    }
+    const videoChannels = presence.announcement.channels.filter((c) => c.kind === 'video').length;
+    const result = await relay.allocate(token, {
+      sessionId,
+      robotId,
+      expiresAt: (record.exp ?? state.claims.exp) * 1000,
+      rate: { toPilot: relayRateToPilot(videoChannels), toRobot: RELAY_RATE_TO_ROBOT },
+    });
+    if (!result.ok) {
+      this.#hub.log.info({ robotId, sessionId, code: result.code }, 'relay allocation refused');
+      refuse(result.code, result.message);
+      return;
+    }
+    const live = this.#hub.robots.get(robotId);
+    if (conn.isClosed || live?.session(sessionId) === undefined) {
+      await relay.release(sessionId, 'the session ended while its relay was opened');
+      if (!conn.isClosed) refuse('gone', 'the session ended while its relay was opened');
+      return;
+    }
+    live.connection.send({
+      type: 'relay-open',
+      session_id: sessionId,
+      host: result.host,
+      port: result.robotPort,
+      token: result.robotToken,
+    });
+    conn.send({
+      type: 'relay-allocated',
+      session_id: sessionId,
+      host: result.host,
+      port: result.pilotPort,
+      expires_in_ms: result.expiresInMs,
+    });
+  }
+
+  /**
+   * `renew`: a fresh pilot session token for the same robot and person keeps the session (and its
+   * relay) beyond the old token's expiry. The robot gets the token over the control stream from
+   * the pilot itself and checks it there; this is the cloud's side.
+   */
+  async #renew(conn: SignalConnection, state: PilotState, sessionId: string, token: string): Promise<void> {
+    const robotId = state.claims.robotId;
+    const refuse = (message: string) =>
+      conn.send({ type: 'renew-refused', session_id: sessionId, message: truncate(message, 500) });
+    let claims: VerifiedSessionToken;
+    try {
+      claims = await this.#verify(token);
+    } catch (err) {
+      if (!conn.isClosed)
+        refuse(
+          `the new token does not verify (${tokenProblem(err)}); the session ends when the old one expires`,
+        );
+      return;
+    }
+    if (conn.isClosed) return;
+    const record =
+      this.#hub.robots.get(robotId)?.session(sessionId) ??
+      this.#hub.parked.get(robotId)?.presence.session(sessionId);
+    if (!state.sessions.has(sessionId) || record === undefined) {
+      refuse(`no session ${sessionId} of this connection is open on robot ${robotId}`);
+      return;
+    }
+    const problem =
+      claims.aud !== robotId
+        ? `the new token is for robot ${claims.aud}, not ${robotId}`
+        : claims.sub !== record.sub
+          ? 'the new token is for another person'
+          : this.#hub.revokedJtis.has(claims.jti) ||
+              (record.jti !== undefined && this.#hub.revokedJtis.has(record.jti))
+            ? 'the token or the session was revoked'
+            : claims.exp * 1000 <= this.#hub.clock.wallNow()
+              ? 'the new token has expired already'
+              : undefined;
+    if (problem !== undefined) {
+      refuse(problem);
+      return;
+    }
+    record.exp = Math.max(record.exp ?? 0, claims.exp);
+    this.#hub.relay?.renew(sessionId, record.exp * 1000);
+    conn.send({ type: 'renewed', session_id: sessionId, exp: record.exp });
   }
 
   /** `connect`: an offer for a session on the token's robot, and `session-open` to the robot. */
@@ -218,6 +343,8 @@ export class PilotHandlers {
       jti: claims.jti,
       exp: claims.exp,
     });
+    const relay = announced.relay ? this.#hub.relay : undefined;
+    const grant = relay?.grant(sessionId, robotId, claims.exp * 1000);
     conn.send({
       type: 'offer',
       session_id: sessionId,
@@ -226,11 +353,34 @@ export class PilotHandlers {
       candidates: [...announced.candidates],
       cert_hashes: [...announced.certHashes],
       channels: [...announced.channels],
-      relay: announced.relay,
+      relay: grant !== undefined,
+      ...(grant === undefined
+        ? {}
+        : { relay_grant: { host: grant.host, token: grant.token, expires_in_ms: grant.expiresInMs } }),
     });
     this.#control.offered(presence, driverBefore, conn);
     this.#hub.log.debug({ robotId, sessionId, role: record.role }, 'session offered');
   }
+}
+
+/**
+ * Bytes a second a relayed session may carry from the robot: every video channel at the highest
+ * profile's ceiling, twice over (parity, QUIC and a keyframe's burst), plus room for sensors.
+ */
+export function relayRateToPilot(videoChannels: number): number {
+  const ceilingKbps = Math.max(...Object.values(QOS_PROFILES).map((p) => p.ceilingKbps));
+  return Math.max(1, videoChannels) * ceilingKbps * 125 * 2 + 256 * 1024;
+}
+
+/** Bytes a second a relayed session may carry from the pilot: acknowledgements, control and commands. */
+export const RELAY_RATE_TO_ROBOT = 256 * 1024;
+
+function relayRefused(
+  sessionId: string,
+  code: Extract<import('@svc/wire').SignalServerMessage, { type: 'relay-refused' }>['code'],
+  message: string,
+) {
+  return { type: 'relay-refused', session_id: sessionId, code, message: truncate(message, 500) } as const;
 }
 
 /** Why a token was refused, safe to show: a coded error's code and message, else a generic word. */

@@ -1,4 +1,4 @@
-import type { SignalCandidate, SignalChannel, SignalServerMessage } from '@svc/wire';
+import type { SessionPath, SignalCandidate, SignalChannel, SignalServerMessage } from '@svc/wire';
 
 /** Role of a session on a robot. */
 export type SessionRole = 'driver' | 'observer';
@@ -11,8 +11,8 @@ export interface SessionRecord {
   sub: string;
   /** The token's id, when the server offered the session (a session the robot reports has none). */
   readonly jti: string | undefined;
-  /** The token's expiry, seconds since the epoch, when known. */
-  readonly exp: number | undefined;
+  /** The token's expiry, seconds since the epoch, when known (a `renew` moves it). */
+  exp: number | undefined;
   /** When the server offered it, monotonic ms; `undefined` for a session the robot reported first. */
   readonly offeredAt: number | undefined;
   /** The token's `act` (an API key's own user id), when the server offered the session and it had one. */
@@ -23,6 +23,8 @@ export interface SessionRecord {
   pilot: PilotLink | undefined;
   /** When the driver last refused a control request of this session (monotonic ms), if ever. */
   refusedAt: number | undefined;
+  /** How its packets travel, as the robot reports it (`direct` until it says otherwise). */
+  path: SessionPath;
 }
 
 /** The pilot connection a session was offered to: told about the slot, and when the session is gone. */
@@ -86,6 +88,8 @@ export interface SessionView {
   readonly sub: string;
   /** `true` once the robot reported it running; `false` while offered and not yet started. */
   readonly started: boolean;
+  /** How its packets travel: `direct`, or through svc-cloud's `relay`. */
+  readonly path: SessionPath;
 }
 
 /** A robot's presence as the API shows it. */
@@ -202,6 +206,7 @@ export class RobotPresence {
       started: false,
       pilot,
       refusedAt: undefined,
+      path: 'direct',
     };
     this.map().set(sessionId, record);
     this.onChange(this);
@@ -213,7 +218,7 @@ export class RobotPresence {
    * the slot itself, so its word is taken: a driver it reports holds the slot. Returns whether the
    * session just acquired the slot (it was not a running driver before).
    */
-  started(sessionId: string, role: SessionRole, sub: string): boolean {
+  started(sessionId: string, role: SessionRole, sub: string, path?: SessionPath): boolean {
     let record = this.sessionMap?.get(sessionId);
     if (record === undefined) {
       record = {
@@ -227,6 +232,7 @@ export class RobotPresence {
         started: true,
         pilot: undefined,
         refusedAt: undefined,
+        path: path ?? 'direct',
       };
       this.map().set(sessionId, record);
       if (role === 'driver') this.driver = sessionId;
@@ -237,6 +243,7 @@ export class RobotPresence {
     record.started = true;
     record.role = role;
     record.sub = sub;
+    if (path !== undefined) record.path = path;
     if (role === 'driver') this.driver = sessionId;
     else if (this.driver === sessionId) this.driver = undefined;
     this.onChange(this);
@@ -349,6 +356,7 @@ export class RobotPresence {
         role: s.role,
         sub: s.sub,
         started: s.started,
+        path: s.path,
       })),
     };
   }

@@ -3,6 +3,7 @@ import {
   type RobotAuthMessage,
   robotChallengePayload,
   SIGNAL_CLOSE,
+  type SignalCandidate,
   type SignalClientMessage,
 } from '@svc/wire';
 import { audit } from '../audit/index.js';
@@ -11,8 +12,10 @@ import type { DenialWriter, RobotKeyLoader, RobotKeyRow } from './batching.js';
 import type { SignalConnection } from './connection.js';
 import type { DriverControl } from './control.js';
 import { heartbeatAck, notAllowed, type SignallingHub } from './hub.js';
-import { RobotPresence } from './presence.js';
+import { type Announcement, type PilotLink, RobotPresence } from './presence.js';
 
+/** How long a relay allocation outlives its session's move to a direct path, ms. */
+export const RELAY_RELEASE_AFTER_MOVE_MS = 2000;
 /** Options of {@link RobotHandlers}. */
 export interface RobotHandlersOptions {
   readonly db: CloudDb;
@@ -129,7 +132,8 @@ export class RobotHandlers {
       case 'heartbeat':
         heartbeatAck(conn, message.t);
         return;
-      case 'announce':
+      case 'announce': {
+        const before = presence.announcement;
         presence.announce({
           candidates: message.candidates,
           certHashes: message.cert_hashes,
@@ -139,10 +143,31 @@ export class RobotHandlers {
           driverGraceMs: message.driver_grace_ms ?? 0,
         });
         this.#control.announced(presence, message.sessions);
+        if (before !== undefined && !sameAddresses(before, message)) {
+          const told = tellPilots(presence, message);
+          this.#hub.log.info(
+            { robotId: presence.robotId, pilots: told },
+            'robot announced new addresses; its pilots were told',
+          );
+        }
         return;
+      }
       case 'session-started':
-        this.#control.started(presence, message.session_id, message.role, message.sub);
+        this.#control.started(presence, message.session_id, message.role, message.sub, message.path);
         return;
+      case 'session-path': {
+        this.#control.pathChanged(presence, message.session_id, message.path);
+        const relay = this.#hub.relay;
+        const sessionId = message.session_id;
+        // Off the relay: its ports close once what was in flight on them has arrived.
+        if (message.path === 'direct' && relay?.has(sessionId) === true) {
+          this.#hub.clock.setTimeout(
+            () => void relay.release(sessionId, 'the session moved to a direct path'),
+            RELAY_RELEASE_AFTER_MOVE_MS,
+          );
+        }
+        return;
+      }
       case 'session-ended':
         this.#control.ended(presence, message.session_id, 'ended');
         return;
@@ -156,6 +181,8 @@ export class RobotHandlers {
       case 'take-control':
       case 'release-control':
       case 'resume':
+      case 'relay-allocate':
+      case 'renew':
         notAllowed(conn, `"${message.type}" is a pilot message`);
         return;
       default:
@@ -275,4 +302,33 @@ function verifySignature(payload: Uint8Array, key: KeyObject, signature: Buffer)
 function sameKey(stored: string, presented: string): boolean {
   if (stored === presented) return true;
   return Buffer.from(stored, 'base64url').equals(Buffer.from(presented, 'base64url'));
+}
+
+/** Whether an announce names the same candidates and certificates as the announcement before. */
+function sameAddresses(
+  before: Announcement,
+  message: { readonly candidates: readonly SignalCandidate[]; readonly cert_hashes: readonly string[] },
+): boolean {
+  return (
+    JSON.stringify(before.candidates) === JSON.stringify(message.candidates) &&
+    JSON.stringify(before.certHashes) === JSON.stringify(message.cert_hashes)
+  );
+}
+
+/** Every pilot of the robot's sessions hears its new addresses (`candidates`), once per connection. */
+function tellPilots(
+  presence: RobotPresence,
+  message: { readonly candidates: readonly SignalCandidate[]; readonly cert_hashes: readonly string[] },
+): number {
+  const pilots = new Set<PilotLink>();
+  for (const record of presence.sessions()) if (record.pilot !== undefined) pilots.add(record.pilot);
+  for (const pilot of pilots) {
+    pilot.send({
+      type: 'candidates',
+      robot_id: presence.robotId,
+      candidates: [...message.candidates],
+      cert_hashes: [...message.cert_hashes],
+    });
+  }
+  return pilots.size;
 }

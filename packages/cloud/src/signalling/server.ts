@@ -21,6 +21,7 @@ import {
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { AuditBatcher } from '../audit/index.js';
 import type { CloudDb } from '../db/index.js';
+import { type PortRange, type RelayAllocationView, RelayServer } from '../relay/index.js';
 import { DenialWriter, LastSeenWriter, RobotKeyLoader } from './batching.js';
 import { type OpenState, type RatePolicy, SignalConnection, truncate } from './connection.js';
 import { CONTROL_REFUSAL_COOLDOWN_MS, CONTROL_REQUEST_TIMEOUT_MS, DriverControl } from './control.js';
@@ -86,6 +87,16 @@ export interface SignallingOptions {
    * holding each), so that handover works again when it returns. Default 600 000.
    */
   readonly offlineSessionsKeptMs?: number;
+  /**
+   * The relay of last resort on this node (`docs/protocol/relay.md`): the address parties reach
+   * it at, the address its ports bind, and the port range. Absent: no relay here, and offers say
+   * `relay: false`.
+   */
+  readonly relay?: {
+    readonly publicHost: string;
+    readonly bindHost: string;
+    readonly ports?: PortRange;
+  };
 }
 
 /**
@@ -162,6 +173,7 @@ export class SignallingServer implements SignallingHandle {
   readonly #parked: SignallingHub['parked'] = new Map();
   readonly #revokedJtis = new Map<string, number>();
   readonly #sweepTimer: TimerHandle;
+  readonly #relay: RelayServer | undefined;
   #lastFlushAt: number;
   #lateMessages = 0;
   #closing = false;
@@ -209,9 +221,21 @@ export class SignallingServer implements SignallingHandle {
         this.#log.warn({ err, robots: count }, 'could not remember robot denials; will try again'),
       onWritten: (robotIds) => this.#changes.safeEmit('change', { kind: 'record', robotIds }),
     });
+    this.#relay =
+      options.relay === undefined
+        ? undefined
+        : new RelayServer({
+            ...options.relay,
+            clock: this.#clock,
+            logger: (options.logger ?? silentLogger).child({ component: 'relay' }),
+            isSessionLive: (robotId, sessionId) =>
+              (this.#robots.get(robotId)?.session(sessionId) ??
+                this.#parked.get(robotId)?.presence.session(sessionId)) !== undefined,
+          });
     this.#hub = {
       log: this.#log,
       clock: this.#clock,
+      relay: this.#relay,
       heartbeatMs: options.heartbeatMs ?? 15_000,
       robots: this.#robots,
       parked: this.#parked,
@@ -330,6 +354,7 @@ export class SignallingServer implements SignallingHandle {
       for (const conn of this.#connections) conn.socket.terminate();
     }
     this.#keys.close();
+    await this.#relay?.close();
     await this.#lastSeen.flush();
     await this.#denials.close();
     await this.#audit.close();
@@ -378,6 +403,11 @@ export class SignallingServer implements SignallingHandle {
       `robot ${robotId} was deleted in the console; enrol it again with a new enrolment token (svcd --config <path> enrol --token <T>)`,
       SIGNAL_CLOSE.denied,
     );
+  }
+
+  /** The relay's allocations open on this node (none without a relay). */
+  relayAllocations(): RelayAllocationView[] {
+    return this.#relay?.list() ?? [];
   }
 
   /** How many connections, robots online and pilots this node holds, and the late messages it ignored. */

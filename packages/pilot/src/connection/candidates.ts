@@ -4,6 +4,22 @@ import type { PilotTransport, RobotAddress, TransportFactory } from './options.j
 /** Default wait for a candidate before the next one is tried as well (Happy Eyeballs style). */
 export const CANDIDATE_STAGGER_MS = 250;
 
+/**
+ * Default head start of the direct candidates over the relay: the relay is dialled this long after
+ * the first direct candidate unless every direct one failed sooner.
+ */
+export const RELAY_HEAD_START_MS = 200;
+
+/** How a session's packets travel: straight to the robot, or through svc-cloud's relay. */
+export type PilotPath = 'direct' | 'relay';
+
+/** The relay as a late entrant of the race: its URL comes once svc-cloud allocated the port. */
+export interface RelayEntrant {
+  /** `https://<relay>:<port>/` for this session; rejects with why there is no relay. */
+  readonly url: Promise<string>;
+  readonly headStartMs: number;
+}
+
 /** Options of {@link raceCandidates}. */
 export interface CandidateRaceOptions {
   readonly address: RobotAddress;
@@ -12,22 +28,42 @@ export interface CandidateRaceOptions {
   readonly createTransport: TransportFactory;
   /** Ends the race: every candidate still trying is closed, and the race settles as failed. */
   readonly signal: AbortSignal;
+  /** The relay, when the robot allows it and svc-cloud serves one. */
+  readonly relay?: RelayEntrant;
 }
 
 /** How a race ended: the first candidate that answered, or why none did. */
 export type CandidateRaceResult =
-  | { readonly ok: true; readonly transport: PilotTransport; readonly url: string }
+  | { readonly ok: true; readonly transport: PilotTransport; readonly url: string; readonly path: PilotPath }
   | { readonly ok: false; readonly reason: string };
 
 const LOST_RACE = { closeCode: 0, reason: 'another candidate answered first' } as const;
 const CALLED_OFF = { closeCode: 0, reason: 'pilot closed' } as const;
 
 /**
- * Opens a transport to the first candidate that answers: the robot's first candidate at once,
- * each next one when the previous failed or after the stagger, the losers closed. Never rejects.
+ * Orders the robot's direct candidate URLs for the race as RFC 8305 does: IPv6 first, then the
+ * families alternating (`[v6]`, v4, `[v6]`, v4, ...), each family in the robot's order.
+ */
+export function happyEyeballsOrder(urls: readonly string[]): string[] {
+  const v6 = urls.filter((u) => u.includes('://['));
+  const v4 = urls.filter((u) => !u.includes('://['));
+  const out: string[] = [];
+  for (let i = 0; i < Math.max(v6.length, v4.length); i++) {
+    if (i < v6.length) out.push(v6[i]!);
+    if (i < v4.length) out.push(v4[i]!);
+  }
+  return out;
+}
+
+/**
+ * Opens a transport on the first path that answers: the robot's direct candidates in
+ * {@link happyEyeballsOrder}, each next one when the previous failed or after the stagger; and the
+ * relay, once its URL is known and the direct ones had their head start (or all failed). The
+ * losers are closed. Never rejects.
  */
 export function raceCandidates(options: CandidateRaceOptions): Promise<CandidateRaceResult> {
-  const { address, clock, signal } = options;
+  const { address, clock, signal, relay } = options;
+  const urls = happyEyeballsOrder(address.urls);
   const serverCertificateHashes = address.certificateHashes.map((h) => ({
     algorithm: 'sha-256',
     value: fromHex(h),
@@ -36,11 +72,18 @@ export function raceCandidates(options: CandidateRaceOptions): Promise<Candidate
     const trying: PilotTransport[] = [];
     const failures: string[] = [];
     let next = 0;
+    let directFailed = 0;
     let settled = false;
     let timer: TimerHandle | undefined;
+    let relayTimer: TimerHandle | undefined;
+    /** The relay: not in the race, waiting for its head start or URL, dialling, or out. */
+    let relayState: 'none' | 'waiting' | 'dialing' | 'failed' = relay === undefined ? 'none' : 'waiting';
+    let relayHeadStartOver = false;
+    let relayUrl: string | undefined;
     const settle = (result: CandidateRaceResult, closeInfo: WebTransportCloseInfo): void => {
       settled = true;
       clock.clearTimeout(timer);
+      clock.clearTimeout(relayTimer);
       signal.removeEventListener('abort', abort);
       for (const transport of trying)
         if (!result.ok || transport !== result.transport) transport.close(closeInfo);
@@ -49,25 +92,31 @@ export function raceCandidates(options: CandidateRaceOptions): Promise<Candidate
     const abort = (): void => {
       if (!settled) settle({ ok: false, reason: 'the race was called off' }, CALLED_OFF);
     };
-    const failed = (url: string, err: unknown): void => {
-      failures.push(`${url}: ${err instanceof Error ? err.message : String(err)}`);
-      if (settled) return;
-      if (failures.length === address.urls.length)
-        settle(
-          { ok: false, reason: `no candidate of the robot answered: ${failures.join('; ')}` },
-          LOST_RACE,
-        );
-      else start();
+    const allFailed = (): boolean =>
+      directFailed === urls.length && (relayState === 'none' || relayState === 'failed');
+    const checkAllFailed = (): void => {
+      if (settled || !allFailed()) return;
+      const relayWord =
+        relayState === 'none'
+          ? '; the robot does not allow the cloud relay (relay = false in its [agent] configuration), so no other path is tried'
+          : '';
+      settle(
+        {
+          ok: false,
+          reason:
+            urls.length === 0 && relayState === 'failed'
+              ? `no path to the robot: ${failures.join('; ')}`
+              : `no path to the robot answered: ${failures.join('; ')}${relayWord}`,
+        },
+        LOST_RACE,
+      );
     };
-    const start = (): void => {
-      clock.clearTimeout(timer);
-      if (settled || next >= address.urls.length) return;
-      const url = address.urls[next++]!;
+    const dial = (url: string, path: PilotPath, failed: (err: unknown) => void): void => {
       let transport: PilotTransport;
       try {
         transport = options.createTransport(url, { serverCertificateHashes });
       } catch (err) {
-        failed(url, err);
+        failed(err);
         return;
       }
       trying.push(transport);
@@ -75,14 +124,37 @@ export function raceCandidates(options: CandidateRaceOptions): Promise<Candidate
       transport.ready.then(
         () => {
           if (settled) transport.close(LOST_RACE);
-          else settle({ ok: true, transport, url }, LOST_RACE);
+          else settle({ ok: true, transport, url, path }, LOST_RACE);
         },
-        (err: unknown) => failed(url, err),
+        (err: unknown) => failed(err),
       );
-      if (next < address.urls.length) timer = clock.setTimeout(start, options.staggerMs);
     };
-    if (address.urls.length === 0) {
-      resolve({ ok: false, reason: 'the offer names no candidate address' });
+    const startRelay = (): void => {
+      if (settled || relayState !== 'waiting' || relayUrl === undefined) return;
+      if (!relayHeadStartOver && directFailed < urls.length) return;
+      relayState = 'dialing';
+      dial(relayUrl, 'relay', (err) => {
+        failures.push(`relay ${relayUrl}: ${message(err)}`);
+        relayState = 'failed';
+        checkAllFailed();
+      });
+    };
+    const startDirect = (): void => {
+      clock.clearTimeout(timer);
+      if (settled || next >= urls.length) return;
+      const url = urls[next++]!;
+      dial(url, 'direct', (err) => {
+        failures.push(`${url}: ${message(err)}`);
+        directFailed++;
+        if (settled) return;
+        checkAllFailed();
+        startDirect();
+        startRelay();
+      });
+      if (next < urls.length) timer = clock.setTimeout(startDirect, options.staggerMs);
+    };
+    if (urls.length === 0 && relay === undefined) {
+      resolve({ ok: false, reason: 'the offer names no candidate address and no relay' });
       return;
     }
     if (signal.aborted) {
@@ -90,8 +162,30 @@ export function raceCandidates(options: CandidateRaceOptions): Promise<Candidate
       return;
     }
     signal.addEventListener('abort', abort, { once: true });
-    start();
+    if (relay !== undefined) {
+      relayTimer = clock.setTimeout(() => {
+        relayHeadStartOver = true;
+        startRelay();
+      }, relay.headStartMs);
+      relay.url.then(
+        (url) => {
+          relayUrl = url;
+          startRelay();
+        },
+        (err: unknown) => {
+          if (settled) return;
+          failures.push(`relay: ${message(err)}`);
+          relayState = 'failed';
+          checkAllFailed();
+        },
+      );
+    }
+    startDirect();
   });
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** Hex (two digits a byte, any case) to bytes. */

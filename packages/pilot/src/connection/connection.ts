@@ -9,9 +9,16 @@ import {
   TypedEmitter,
 } from '@svc/runtime';
 import type { ControlChannel, ControlMessage, ControlRole } from '@svc/wire';
-import { CANDIDATE_STAGGER_MS, raceCandidates } from './candidates.js';
+import {
+  CANDIDATE_STAGGER_MS,
+  type PilotPath,
+  RELAY_HEAD_START_MS,
+  type RelayEntrant,
+  raceCandidates,
+} from './candidates.js';
 import { ClockOffsetEstimator } from './clock-offset.js';
 import { Link, type LinkListener } from './link.js';
+import type { PathSwitch } from './options.js';
 import {
   PILOT_RECONNECT_BACKOFF,
   type PilotChannelStats,
@@ -45,6 +52,7 @@ import {
   publicState,
   sessionOf,
 } from './state.js';
+import { SessionUpkeep } from './upkeep.js';
 
 /** Datagrams kept while `welcome` is on its way (a replay of about 1 MB, with parity). */
 const MAX_EARLY_DATAGRAMS = 2048;
@@ -177,6 +185,22 @@ export class PilotConnection {
   /** Where the connection is. */
   get state(): PilotConnectionState {
     return publicState(this.#state);
+  }
+
+  /** The path's changes in this connection's life. */
+  readonly #pathSwitches: PathSwitch[] = [];
+  /** The current session's move off the relay and token renewal. */
+  #upkeep: SessionUpkeep | undefined;
+  /** The token of the current attempt (`hello`). */
+  #sessionToken: string | undefined;
+
+  /**
+   * How the session's packets travel now: `direct` to the robot, or through svc-cloud's `relay`;
+   * `undefined` before a transport answered.
+   */
+  get path(): PilotPath | undefined {
+    const state = this.#state;
+    return 'link' in state ? state.link.path : undefined;
   }
 
   /** The latest offer from svc-cloud (`undefined` with a given offer, or before the first). */
@@ -412,6 +436,8 @@ export class PilotConnection {
       channels: { ...this.#lastStats, ...sessionOf(this.#state)?.stats() },
       robot: this.#robotStats,
       ...(this.#profile !== undefined && { profile: this.#profile }),
+      ...(this.path !== undefined && { path: this.path }),
+      pathSwitches: this.#pathSwitches,
     };
   }
 
@@ -538,9 +564,14 @@ export class PilotConnection {
       case 'starting':
       case 'connected': {
         const session = sessionOf(from);
-        if (session !== undefined && session !== sessionOf(next))
+        if (session !== undefined && session !== sessionOf(next)) {
           this.#lastStats = { ...this.#lastStats, ...session.close() };
-        if (from.link !== linkOf(next)) from.link.close(closeInfo(next));
+          this.#upkeep?.close();
+          this.#upkeep = undefined;
+        }
+        // A link the session moved off lingers in the upkeep for what is in flight.
+        if (from.link !== linkOf(next) && !(this.#upkeep?.owns(from.link) ?? false))
+          from.link.close(closeInfo(next));
         return;
       }
       default:
@@ -589,16 +620,19 @@ export class PilotConnection {
       return;
     }
     if (!this.#holds(attempt, 'offering')) return this.#ignoreLate('a token arrived');
+    this.#sessionToken = token;
     const address = await this.#address(attempt, token);
     if (address === undefined) return;
     const race = new AbortController();
     this.#transition({ kind: 'dialing', attempt, address, race });
+    const relay = this.#relayEntrant(attempt);
     const raced = await raceCandidates({
       address,
       staggerMs: this.#options.candidateStaggerMs ?? CANDIDATE_STAGGER_MS,
       clock: this.#clock,
       createTransport: this.#createTransport,
       signal: race.signal,
+      ...(relay === undefined ? {} : { relay }),
     });
     if (!this.#holds(attempt, 'dialing')) {
       // A race called off by leaving `dialing` closed its candidates itself.
@@ -611,7 +645,7 @@ export class PilotConnection {
       this.#drop(raced.reason);
       return;
     }
-    const link = await Link.open(raced.url, raced.transport, this.#logger);
+    const link = await Link.open(raced.url, raced.transport, this.#logger, raced.path);
     if (!this.#holds(attempt, 'dialing')) {
       link.close({ closeCode: 0, reason: 'pilot closed' });
       this.#ignoreLate('a control stream opened');
@@ -626,6 +660,20 @@ export class PilotConnection {
       ...(address.sessionId !== undefined && { session_id: address.sessionId }),
     });
     link.start(this.#linkListener);
+  }
+
+  /**
+   * The relay for this attempt's race, when the offer allows one: its port is asked for at once
+   * (so the allocation is ready when the direct candidates' head start is over), and dialled only
+   * if they did not answer by then.
+   */
+  #relayEntrant(attempt: Attempt): RelayEntrant | undefined {
+    const signalling = attempt.signalling;
+    if (signalling === undefined || this.#offer?.relay !== true || this.#options.relay === false)
+      return undefined;
+    const url = signalling.allocateRelay().then((port) => port.url);
+    url.catch(() => undefined);
+    return { url, headStartMs: this.#options.relayHeadStartMs ?? RELAY_HEAD_START_MS };
   }
 
   /**
@@ -648,8 +696,10 @@ export class PilotConnection {
     if (!this.#holds(attempt, 'offering')) return this.#ignoreLate('an offer arrived');
     this.#offer = offer;
     this.#events.safeEmit('offer', offer);
-    if (offer.urls.length > 0) return offer;
-    this.#drop(`robot ${offer.robotId} announced no address it can be reached at`);
+    if (offer.urls.length > 0 || offer.relay) return offer;
+    this.#drop(
+      `robot ${offer.robotId} announced no address it can be reached at, and does not allow the cloud relay (relay = false)`,
+    );
     return undefined;
   }
 
@@ -673,6 +723,9 @@ export class PilotConnection {
     });
     signalling.on('control-error', (message) => {
       if (current()) this.#events.safeEmit('control-error', message);
+    });
+    signalling.on('candidates', ({ urls, certificateHashes }) => {
+      if (current()) this.#upkeep?.directAddresses(urls, certificateHashes);
     });
   }
 
@@ -761,7 +814,7 @@ export class PilotConnection {
 
   #onDatagram(link: Link, bytes: Uint8Array): void {
     const state = this.#state;
-    if (linkOf(state) !== link) {
+    if (linkOf(state) !== link && !(this.#upkeep?.owns(link) ?? false)) {
       this.#ignoreLate('a datagram');
       return;
     }
@@ -777,6 +830,10 @@ export class PilotConnection {
 
   #onControl(link: Link, message: ControlMessage): void {
     const state = this.#state;
+    if (linkOf(state) !== link && this.#upkeep?.owns(link) === true) {
+      this.#upkeep.control(link, message);
+      return;
+    }
     if (linkOf(state) !== link) {
       this.#ignoreLate(`a ${message.type} message`);
       return;
@@ -837,12 +894,19 @@ export class PilotConnection {
         // Liveness: echoed at once from the reader, whatever timers a background tab throttles.
         link.send({ type: 'heartbeat', seq: message.seq });
         return;
+      case 'renewed':
+        this.#upkeep?.renewed(message.exp);
+        return;
+      case 'moved':
+        // Answered on the link that asked for the move (the upkeep's), not on this one.
+        return;
       case 'hello':
       case 'ping':
       case 'request-keyframe':
       case 'loss':
       case 'set-qos':
       case 'pilot-stats':
+      case 'renew':
         // The pilot's own messages: a robot has no reason to send them.
         return;
       default:
@@ -894,6 +958,7 @@ export class PilotConnection {
       logger: this.#logger,
     });
     this.#transition({ kind: 'starting', attempt: from.attempt, link: from.link, session });
+    this.#startUpkeep(from.attempt, from.link, session);
     const started = session.start();
     // The clock offset at once, not after the first ping interval: the replay paints early.
     from.link.send({ type: 'ping', t: this.#clock.now() });
@@ -903,6 +968,46 @@ export class PilotConnection {
       () => this.#started(session),
       (err: unknown) => this.#attemptFailed(from.attempt, err),
     );
+  }
+
+  /** Starts the session's upkeep: the move off the relay, and token renewal. */
+  #startUpkeep(attempt: Attempt, link: Link, session: Session): void {
+    const offer = this.#offer;
+    const token = this.#options.token;
+    this.#upkeep = new SessionUpkeep({
+      clock: this.#clock,
+      logger: this.#logger,
+      createTransport: this.#createTransport,
+      direct:
+        offer === undefined
+          ? { urls: [], certificateHashes: [] }
+          : { urls: offer.urls, certificateHashes: offer.certificateHashes, sessionId: offer.sessionId },
+      sessionId: offer?.sessionId ?? session.id,
+      link,
+      session,
+      listener: this.#linkListener,
+      token: this.#sessionToken ?? '',
+      ...(typeof token === 'function' && { freshToken: async () => await token() }),
+      ...(attempt.signalling !== undefined && { signalling: attempt.signalling }),
+      onMoved: (next) => this.#moved(session, next),
+      onSwitched: (change) => {
+        this.#pathSwitches.push(change);
+        this.#logger.info({ ...change }, 'path switch complete');
+      },
+    });
+    this.#upkeep.start();
+  }
+
+  /** The session moved to `link` (off the relay): the state keeps everything but the link. */
+  #moved(session: Session, link: Link): void {
+    const state = this.#state;
+    if ((state.kind !== 'starting' && state.kind !== 'connected') || state.session !== session) {
+      link.close({ closeCode: 0, reason: 'pilot closed' });
+      this.#ignoreLate('a path move');
+      return;
+    }
+    this.#transition({ ...state, link });
+    this.#events.safeEmit('path', link.path);
   }
 
   #started(session: Session): void {
@@ -923,6 +1028,10 @@ export class PilotConnection {
   }
 
   #onLinkEnded(link: Link, reason: string): void {
+    if (linkOf(this.#state) !== link && this.#upkeep?.owns(link) === true) {
+      this.#upkeep.ended(link, reason);
+      return;
+    }
     if (linkOf(this.#state) !== link) {
       this.#ignoreLate('a transport closed');
       return;

@@ -1,5 +1,6 @@
 import type { Logger } from '@svc/runtime';
 import { ControlLineReader, type ControlMessage, encodeControlMessage, WireError } from '@svc/wire';
+import type { PilotPath } from './candidates.js';
 import type { PilotTransport } from './options.js';
 
 /** What a {@link Link} reports, each time with itself, so the connection can tell a late report. */
@@ -19,6 +20,8 @@ export interface LinkListener {
 export class Link {
   /** The candidate URL the transport answered on. */
   readonly url: string;
+  /** How its packets travel: straight to the robot, or through svc-cloud's relay. */
+  readonly path: PilotPath;
   readonly #transport: PilotTransport;
   readonly #controlReadable: ReadableStream<Uint8Array>;
   readonly #control: WritableStreamDefaultWriter<Uint8Array>;
@@ -29,11 +32,13 @@ export class Link {
 
   private constructor(
     url: string,
+    path: PilotPath,
     transport: PilotTransport,
     control: { readonly readable: ReadableStream<Uint8Array>; readonly writable: WritableStream<Uint8Array> },
     logger: Logger,
   ) {
     this.url = url;
+    this.path = path;
     this.#transport = transport;
     this.#controlReadable = control.readable;
     this.#control = control.writable.getWriter();
@@ -47,9 +52,14 @@ export class Link {
    *
    * @throws what `createBidirectionalStream` rejects with.
    */
-  static async open(url: string, transport: PilotTransport, logger: Logger): Promise<Link> {
+  static async open(
+    url: string,
+    transport: PilotTransport,
+    logger: Logger,
+    path: PilotPath = 'direct',
+  ): Promise<Link> {
     try {
-      return new Link(url, transport, await transport.createBidirectionalStream(), logger);
+      return new Link(url, path, transport, await transport.createBidirectionalStream(), logger);
     } catch (err) {
       transport.close({ closeCode: 0, reason: 'no control stream' });
       throw err;

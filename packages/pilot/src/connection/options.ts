@@ -95,6 +95,8 @@ export interface PilotConnectionEvents {
    * as `driver`. A `state` event (`connected`, with the change as detail) follows.
    */
   role: (role: ControlRole, reason: string | undefined) => void;
+  /** The session's packets travel another way now (it moved from the relay to a direct path). */
+  path: (path: 'direct' | 'relay') => void;
   /** Who drives changed, as svc-cloud says (`null`: nobody; `self`: this session). */
   driver: (driver: DriverSlot | null) => void;
   /**
@@ -184,6 +186,13 @@ export type PilotConnectOptions = RobotAddressSource &
     /** How long to wait for a candidate before also trying the next one (default 250 ms). */
     readonly candidateStaggerMs?: number;
     /**
+     * How long the direct candidates go first before the relay is dialled too, ms (default
+     * {@link RELAY_HEAD_START_MS}). The relay is used only when the offer allows it.
+     */
+    readonly relayHeadStartMs?: number;
+    /** `false`: never use the cloud relay, even when the robot allows it (default: use it as the last resort). */
+    readonly relay?: boolean;
+    /**
      * On `pagehide` (the tab closes, reloads or navigates away), tell the robot `bye` with reason
      * `page closed` and close the transport at once, so the robot ends the session (and parks
      * its actuators) without waiting for the heartbeat (default true).
@@ -246,4 +255,18 @@ export interface PilotConnectionStats {
   readonly robot: Record<string, Record<string, number | string>>;
   /** The robot's QoS profile (the driver may change it: {@link PilotConnection.setQos}). */
   readonly profile?: QosProfileName;
+  /** How the session's packets travel now: `direct`, or through svc-cloud's `relay`. */
+  readonly path?: 'direct' | 'relay';
+  /** The path's changes during this session, oldest first (a move from the relay to a direct path). */
+  readonly pathSwitches: readonly PathSwitch[];
+}
+
+/** One change of a session's path. */
+export interface PathSwitch {
+  readonly from: 'direct' | 'relay';
+  readonly to: 'direct' | 'relay';
+  /** Clock time of the switch, ms. */
+  readonly atMs: number;
+  /** Frames the switch cost (given up across it); 0 when the reassembler carried on without a gap. */
+  readonly framesLost: number;
 }

@@ -141,9 +141,12 @@ export class Session {
   #lastCheckMs: number;
   #lastCheckLate = false;
   #closed = false;
+  /** The link the session sends on: the robot's, until the session moves to another path. */
+  #link: Link;
 
   constructor(options: SessionOptions) {
     this.#options = options;
+    this.#link = options.link;
     const { welcome } = options;
     this.id = welcome.session_id;
     this.#role = welcome.role;
@@ -167,13 +170,25 @@ export class Session {
     }
   }
 
+  /** The session moved to another path: from now on it sends on `link`. */
+  useLink(link: Link): void {
+    this.#link = link;
+  }
+
+  /** Frames given up so far, over every video channel (a path switch's cost is the difference). */
+  framesLost(): number {
+    let lost = 0;
+    for (const p of this.#playback.values()) lost += p.reassembler.stats.framesLost;
+    return lost;
+  }
+
   /**
    * Starts the timers and every player's codec check (frames handed in meanwhile wait in the
    * decoders). Resolves once every player has started.
    */
   start(): Promise<void> {
-    const { clock, link, welcome } = this.#options;
-    const ping = () => link.send({ type: 'ping', t: clock.now() });
+    const { clock, welcome } = this.#options;
+    const ping = () => this.#link.send({ type: 'ping', t: clock.now() });
     // The first ping goes with welcome (the connection sends it); the rest of the burst follows,
     // then one a second: the clock offset is the best of the last samples.
     let burst = 1;
@@ -275,7 +290,7 @@ export class Session {
       },
       now,
     );
-    for (const datagram of packed.datagrams) this.#options.link.sendDatagram(datagram);
+    for (const datagram of packed.datagrams) this.#link.sendDatagram(datagram);
     return true;
   }
 
@@ -392,7 +407,7 @@ export class Session {
       lastSentAtMs: Number.NEGATIVE_INFINITY,
       packer: new FramePacker({
         channel: channel.id,
-        maxDatagramBytes: Math.min(MAX_OUTGOING_DATAGRAM_BYTES, this.#options.link.maxDatagramSize),
+        maxDatagramBytes: Math.min(MAX_OUTGOING_DATAGRAM_BYTES, this.#link.maxDatagramSize),
         // A fresh random start per session, so the robot never takes new commands for old ones.
         firstFrameId: Math.floor(this.#options.random() * 0x10000),
       }),
@@ -432,7 +447,7 @@ export class Session {
    * `pilot-stats` (what was decoded and painted).
    */
   #report(): void {
-    const { link } = this.#options;
+    const link = this.#link;
     const stats: Record<string, Record<string, number>> = {};
     for (const [id, p] of this.#playback) {
       const r = p.reassembler.stats;
@@ -489,7 +504,7 @@ export class Session {
     const now = this.#options.clock.now();
     if (now - playback.lastKeyframeRequest < KEYFRAME_REQUEST_INTERVAL_MS) return;
     playback.lastKeyframeRequest = now;
-    this.#options.link.send({ type: 'request-keyframe', channel: playback.channel.id });
+    this.#link.send({ type: 'request-keyframe', channel: playback.channel.id });
   }
 }
 

@@ -17,6 +17,7 @@ import {
   type ControlOutcome,
   encodeSignalMessage,
   parseSignalServerMessage,
+  type RelayAllocationRefusal,
   SIGNAL_CLOSE,
   SIGNAL_SUBPROTOCOL,
   type SignalCandidate,
@@ -39,7 +40,25 @@ export interface RobotOffer {
   readonly certificateHashes: readonly string[];
   readonly channels: readonly SignalChannel[];
   readonly relay: boolean;
+  /** When `relay`: the node whose relay serves this session, and the pilot's one-use token for it. */
+  readonly relayGrant?: { readonly host: string; readonly token: string };
 }
+
+/** The pilot's relay port for a session (`relay-allocated`). */
+export interface RelayPort {
+  /** `https://<host>:<port>/`: WebTransport through the relay to the robot, pinning its hashes. */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Why the relay could not be had: svc-cloud's refusal code, or `unreachable` (no signalling). */
+export class RelayError extends CodedError<RelayAllocationRefusal | 'unreachable' | 'timeout'> {
+  override readonly name = 'RelayError';
+}
+
+/** How long an answer to `relay-allocate` or `renew` may take, ms. */
+export const SIGNAL_ANSWER_TIMEOUT_MS = 5000;
 
 /** Why an offer could not be had ({@link SignalSession.offer}, `requestOffer`). */
 export type OfferErrorCode =
@@ -75,8 +94,12 @@ export interface RequestOfferOptions {
 
 /** `https://<address>:<port>/`, with IPv6 addresses in brackets. */
 export function candidateUrl(candidate: SignalCandidate): string {
-  const host = candidate.family === 'ipv6' ? `[${candidate.address}]` : candidate.address;
-  return `https://${host}:${candidate.port}/`;
+  return hostUrl(candidate.address, candidate.port);
+}
+
+/** `https://<host>:<port>/`, an IPv6 literal in brackets. */
+export function hostUrl(host: string, port: number): string {
+  return `https://${host.includes(':') ? `[${host}]` : host}:${port}/`;
 }
 
 /** Default time limit of the offer, ms (as {@link RequestOfferOptions.timeoutMs}). */
@@ -175,6 +198,11 @@ export interface SignalSessionEvents {
   'control-result': (result: ControlResult) => void;
   /** The service refused a control message (`error`, for example an answer to an expired request). */
   'control-error': (message: string) => void;
+  /** The robot announced other direct addresses or certificates (`candidates`). */
+  candidates: (address: {
+    readonly urls: readonly string[];
+    readonly certificateHashes: readonly string[];
+  }) => void;
 }
 
 /** Options of a {@link SignalSession}: those of {@link RequestOfferOptions}, and how it keeps going. */
@@ -250,6 +278,9 @@ export class SignalSession {
   /** The request waiting for this session's answer, with its deadline on the clock. */
   #asked: (ControlRequest & { readonly deadlineMs: number }) | undefined;
   #announced: HandoverAvailability = { available: false, reason: 'starting', message: STARTING };
+  #relayGrant: { readonly host: string; readonly token: string } | undefined;
+  #relayWaiter: ((result: RelayPort | RelayError) => void) | undefined;
+  #renewWaiter: ((result: number | Error) => void) | undefined;
 
   constructor(options: SignalSessionOptions) {
     this.#options = options;
@@ -353,8 +384,70 @@ export class SignalSession {
     return true;
   }
 
+  /**
+   * Asks svc-cloud for this session's relay port with the offer's pilot token (`relay-allocate`).
+   * Once per session: the token opens one allocation. Rejects with a {@link RelayError} saying why
+   * there is none.
+   */
+  allocateRelay(): Promise<RelayPort> {
+    const grant = this.#relayGrant;
+    const state = this.#state;
+    const sessionId = this.#sessionId;
+    if (grant === undefined || sessionId === undefined) {
+      return Promise.reject(new RelayError('not-allowed', 'the offer allows no relay for this session'));
+    }
+    if (state.kind !== 'open') {
+      return Promise.reject(new RelayError('unreachable', 'the signalling connection is not open'));
+    }
+    this.#relayGrant = undefined;
+    return new Promise<RelayPort>((resolve, reject) => {
+      const timer = this.#clock.setTimeout(
+        () =>
+          this.#relayWaiter?.(
+            new RelayError('timeout', 'svc-cloud did not answer the relay request in time'),
+          ),
+        SIGNAL_ANSWER_TIMEOUT_MS,
+      );
+      this.#relayWaiter = (result) => {
+        this.#clock.clearTimeout(timer);
+        this.#relayWaiter = undefined;
+        if (result instanceof RelayError) reject(result);
+        else resolve(result);
+      };
+      this.#send(state.socket, { type: 'relay-allocate', session_id: sessionId, token: grant.token });
+    });
+  }
+
+  /**
+   * Renews the session with a fresh pilot session token (`renew`): svc-cloud keeps it, and its
+   * relay, until the new token's expiry. Resolves with that expiry (seconds since the epoch).
+   */
+  renew(token: string): Promise<number> {
+    const state = this.#state;
+    const sessionId = this.#sessionId;
+    if (state.kind !== 'open' || sessionId === undefined) {
+      return Promise.reject(new Error('the signalling connection is not open'));
+    }
+    this.#renewWaiter?.(new Error('replaced by a newer renewal'));
+    return new Promise<number>((resolve, reject) => {
+      const timer = this.#clock.setTimeout(
+        () => this.#renewWaiter?.(new Error('svc-cloud did not answer the renewal in time')),
+        SIGNAL_ANSWER_TIMEOUT_MS,
+      );
+      this.#renewWaiter = (result) => {
+        this.#clock.clearTimeout(timer);
+        this.#renewWaiter = undefined;
+        if (result instanceof Error) reject(result);
+        else resolve(result);
+      };
+      this.#send(state.socket, { type: 'renew', session_id: sessionId, token });
+    });
+  }
+
   /** Closes the connection for good (the session ended). */
   close(): void {
+    this.#relayWaiter?.(new RelayError('unreachable', 'the session ended'));
+    this.#renewWaiter?.(new Error('the session ended'));
     if (this.#state.kind === 'closed') return;
     this.#transition({ kind: 'closed', reason: 'closed', message: 'the session ended' });
     this.#offerFailed(
@@ -487,9 +580,34 @@ export class SignalSession {
         return;
       case 'heartbeat-ack':
         return;
+      case 'relay-allocated':
+        if (message.session_id !== this.#sessionId) return;
+        this.#relayWaiter?.({
+          url: hostUrl(message.host, message.port),
+          host: message.host,
+          port: message.port,
+        });
+        return;
+      case 'relay-refused':
+        if (message.session_id !== this.#sessionId) return;
+        this.#relayWaiter?.(new RelayError(message.code, message.message));
+        return;
+      case 'renewed':
+        if (message.session_id === this.#sessionId) this.#renewWaiter?.(message.exp);
+        return;
+      case 'candidates':
+        this.#events.safeEmit('candidates', {
+          urls: message.candidates.map(candidateUrl),
+          certificateHashes: message.cert_hashes,
+        });
+        return;
+      case 'renew-refused':
+        if (message.session_id === this.#sessionId) this.#renewWaiter?.(new Error(message.message));
+        return;
       case 'session-open':
       case 'session-revoked':
       case 'session-role':
+      case 'relay-open':
         // Robot messages: a pilot has no use for them.
         return;
       default:
@@ -502,6 +620,7 @@ export class SignalSession {
     message: Extract<SignalServerMessage, { type: 'offer' }>,
   ): void {
     this.#sessionId = message.session_id;
+    this.#relayGrant = message.relay_grant;
     this.#transition({
       kind: 'open',
       socket: state.socket,
@@ -517,6 +636,9 @@ export class SignalSession {
       certificateHashes: message.cert_hashes,
       channels: message.channels,
       relay: message.relay,
+      ...(message.relay_grant === undefined
+        ? {}
+        : { relayGrant: { host: message.relay_grant.host, token: message.relay_grant.token } }),
     });
   }
 

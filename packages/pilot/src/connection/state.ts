@@ -90,8 +90,9 @@ export const CONNECTION_MOVES: TransitionTable<ConnectionStateKind> = {
   // Nothing refuses during the race: a refusal comes with the offer or on the control stream.
   dialing: ['handshaking', 'reconnecting', 'closed'],
   handshaking: ['starting', 'reconnecting', 'closed', 'denied'],
-  starting: ['connected', 'reconnecting', 'closed', 'denied'],
-  connected: ['reconnecting', 'closed', 'denied'],
+  // A session that moves from the relay to a direct path stays where it is, on another link.
+  starting: ['starting', 'connected', 'reconnecting', 'closed', 'denied'],
+  connected: ['connected', 'reconnecting', 'closed', 'denied'],
   reconnecting: ['offering', 'closed'],
   closed: [],
   denied: [],

@@ -88,6 +88,19 @@ export interface HudItem {
   readonly value: string;
 }
 
+/**
+ * How the session's packets travel, for a person: `direct`, `relay (through the cloud)`, and after
+ * a move off the relay `direct (moved off the relay, N frames lost)`.
+ */
+export function pathText(stats: PilotConnectionStats): string | undefined {
+  if (stats.path === undefined) return undefined;
+  if (stats.path === 'relay') return 'relay (through the cloud)';
+  const last = stats.pathSwitches.at(-1);
+  if (last === undefined) return 'direct';
+  const lost = last.framesLost === 1 ? '1 frame lost' : `${last.framesLost} frames lost`;
+  return `direct (moved off the ${last.from}, ${lost})`;
+}
+
 /** The HUD's entries, in the order shown. */
 export function hudItems(
   stats: PilotConnectionStats,

@@ -16,7 +16,7 @@ import { type Command, encodeCommand, type GamepadLike } from './command.js';
 import { DriveControls } from './controls.js';
 import { formatMs, formatRate } from './format.js';
 import { HandoverView, personName } from './handover.js';
-import { History, hudItems, RateTracker } from './hud.js';
+import { History, hudItems, pathText, RateTracker } from './hud.js';
 import { type Refusal, refusal, refusalCodeOfConnection, refusalCodeOfOffer } from './refusal.js';
 import { fecKernel, pictureAgeOf, sendCommand } from './sdk.js';
 import { SensorBoard } from './sensors.js';
@@ -625,7 +625,7 @@ export class SvcPilotElement extends HTMLElement {
         stale: picture?.kind === 'stale',
         role: this.#role,
         driver: this.#driver(),
-        path: this.#offer === undefined ? undefined : this.#offer.relay ? 'relay' : 'direct',
+        path: pathText(stats),
         profile: stats.profile,
         fecKernel: this.#fecKernel,
       }),

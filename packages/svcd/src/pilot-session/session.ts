@@ -28,9 +28,21 @@ import type { VideoChannel, VideoSourceStatus } from '../video-channel.js';
 import { driverWatchdog, type SessionCommandsOptions, sessionCommands } from './commands.js';
 import { endMessage, welcomeFor } from './control.js';
 import { HEARTBEAT_MS, PILOT_SILENCE_MS, silentFor } from './liveness.js';
+import { MovableSession } from './movable.js';
 import { PILOT_SESSION_MOVES, type PilotSessionState } from './state.js';
 import { VideoSend } from './video-send.js';
 
+/** How long the old transport still delivers what was in flight after a session moved off it, ms. */
+export const MOVE_LINGER_MS = 1000;
+/** A session whose token expired this long ago without a renewal ends, ms (clocks differ a little). */
+export const EXPIRY_GRACE_MS = 5000;
+
+/** A pilot's new transport for an open session, as `hello {move: true}` brings it. */
+export interface SessionMove {
+  readonly sessionId: string;
+  readonly grant: AcceptedGrant;
+  readonly transport: Session;
+}
 /** Options of {@link PilotSession}. */
 export interface PilotSessionOptions {
   readonly session: Session;
@@ -94,8 +106,14 @@ export interface PilotSessionOptions {
   readonly commandTimeoutMs?: number;
   /** The driver has sent no command for `commandTimeoutMs` (publisher control's `driver-idle`). */
   readonly onDriverIdle?: (sessionId: string, idleMs: number) => void;
-  /** The session ended (after its own cleanup). */
+  /** The session ended (after its own cleanup), or handed its transport to another session. */
   readonly onClose?: () => void;
+  /**
+   * A `hello {move: true}` on this transport: the open session it names should take the
+   * transport over ({@link PilotSession.moveTo}); `false` when there is no such session for this
+   * person.
+   */
+  readonly adopt?: (move: SessionMove) => boolean;
 }
 
 /** Session-wide datagram counters, reported in `agent-stats` under channel key `"0"`. */
@@ -140,9 +158,9 @@ export interface PilotSessionDatagramStats {
  */
 export class PilotSession implements SessionQosProbe {
   readonly #options: PilotSessionOptions;
-  readonly #session: Session;
+  readonly #session: MovableSession;
   readonly #clock: Clock;
-  readonly #reader = new ControlLineReader();
+  #reader = new ControlLineReader();
   readonly #datagramStats: PilotSessionDatagramStats = {
     datagrams_malformed: 0,
     datagrams_unknown_channel: 0,
@@ -155,8 +173,8 @@ export class PilotSession implements SessionQosProbe {
 
   constructor(options: PilotSessionOptions) {
     this.#options = options;
-    this.#session = options.session;
     this.#clock = options.clock ?? daemonClock;
+    this.#session = new MovableSession(options.session, this.#clock);
     this.#profile = options.profile;
     this.#session.setHandlers({
       onControlData: (bytes) => this.#control(bytes),
@@ -257,6 +275,7 @@ export class PilotSession implements SessionQosProbe {
       case 'awaiting-hello':
       case 'authorizing':
       case 'active':
+      case 'moved':
         return;
       case 'closing':
         // The session is over for the robot now (publisher control says `ended`), whatever the
@@ -275,9 +294,41 @@ export class PilotSession implements SessionQosProbe {
     }
   }
 
+  /**
+   * Takes over `transport`, a new path of this session's pilot (it sent `hello {move: true}` on it
+   * with a token for the same person): everything goes out there from now on, the old transport
+   * lingers {@link MOVE_LINGER_MS} for what is in flight, the pilot hears `moved`, and svc-cloud
+   * hears the new path. `false` when this session is not active or is another person's.
+   */
+  moveTo(transport: Session, grant: AcceptedGrant): boolean {
+    const state = this.#state;
+    if (state.kind !== 'active' || grant.sub !== state.open.sub) return false;
+    const from = this.#session.kind;
+    this.#session.moveTo(transport, MOVE_LINGER_MS);
+    // A line cut in two by the move cannot be completed from the new stream.
+    this.#reader = new ControlLineReader();
+    state.liveness.lastHeardMs = this.#clock.now();
+    const { registry, logger } = this.#options;
+    const renewed = registry.renew(state.open.sessionId, grant.jti, grant.exp);
+    registry.setPath(state.open.sessionId, transport.kind);
+    state.open = registry.get(state.open.sessionId) ?? renewed ?? state.open;
+    this.#send({ type: 'moved', path: transport.kind });
+    logger.info(
+      {
+        session: this.#session.id,
+        session_id: state.open.sessionId,
+        from,
+        to: transport.kind,
+        remote: transport.remoteAddress,
+      },
+      'pilot session moved to a new path',
+    );
+    return true;
+  }
+
   /** The transport session ended: whatever the state, the session is over. */
   #closed(info: SessionCloseInfo): void {
-    if (this.#state.kind === 'closed') return;
+    if (this.#state.kind === 'closed' || this.#state.kind === 'moved') return;
     this.#transition({ kind: 'closed', reason: info.reason });
     const { onClose } = this.#options;
     if (onClose !== undefined) safeCall(this.#options.logger, 'onClose', onClose);
@@ -316,6 +367,7 @@ export class PilotSession implements SessionQosProbe {
         return 'early';
       case 'closing':
       case 'closed':
+      case 'moved':
         this.#datagramStats.late_events++;
         return 'late';
       case 'active':
@@ -377,6 +429,9 @@ export class PilotSession implements SessionQosProbe {
       }
       case 'heartbeat':
         return; // the echo: its arrival was the sign of life
+      case 'renew':
+        this.#renew(state.open, message.token);
+        return;
       default:
         return; // pilot-stats: informative; the pilot's `loss` lines carry what the loop needs
     }
@@ -407,8 +462,9 @@ export class PilotSession implements SessionQosProbe {
 
   #hello(hello: Extract<ControlMessage, { type: 'hello' }>): void {
     this.#transition({ kind: 'authorizing' });
+    const move = hello.move === true ? hello.session_id : undefined;
     const request =
-      hello.session_id === undefined
+      hello.session_id === undefined || move !== undefined
         ? { token: hello.token }
         : { token: hello.token, sessionId: hello.session_id };
     let pending: Promise<SessionGrant>;
@@ -418,7 +474,7 @@ export class PilotSession implements SessionQosProbe {
       pending = Promise.reject(err);
     }
     pending.then(
-      (grant) => this.#admit(grant),
+      (grant) => (move === undefined ? this.#admit(grant) : this.#adopted(grant, move)),
       (err: unknown) => {
         if (this.#lateAuthorization()) return;
         // The message of a verifier's error may quote what it was given: log only its kind.
@@ -450,12 +506,66 @@ export class PilotSession implements SessionQosProbe {
       grant,
       close: (reason) => this.#revoked(reason),
       roleChanged: (open, reason) => this.#roleChanged(open, reason),
+      path: this.#session.kind,
     });
     if (!admission.ok) {
       this.#deny(admission.reason, admission.code);
       return;
     }
     this.#welcome(admission.session, grant);
+  }
+
+  /** `hello {move: true}` checked: the open session `sessionId` takes this transport over. */
+  #adopted(grant: SessionGrant, sessionId: string): void {
+    if (this.#lateAuthorization()) return;
+    if (!grant.ok) {
+      this.#deny(grant.reason, grant.code);
+      return;
+    }
+    const adopt = this.#options.adopt;
+    const transport = this.#session.current;
+    if (adopt === undefined || !adopt({ sessionId, grant, transport })) {
+      this.#deny(`no open session ${sessionId} of this person to move here`, 'session-in-use');
+      return;
+    }
+    this.#transition({ kind: 'moved', sessionId });
+    const { onClose } = this.#options;
+    if (onClose !== undefined) safeCall(this.#options.logger, 'onClose', onClose);
+  }
+
+  /** `renew`: a fresh token for the same person keeps the session past the old one's expiry. */
+  #renew(open: OpenSession, token: string): void {
+    let pending: Promise<SessionGrant>;
+    try {
+      pending = this.#options.authorize({ token });
+    } catch (err) {
+      pending = Promise.reject(err);
+    }
+    pending.then(
+      (grant) => {
+        const state = this.#state;
+        if (state.kind !== 'active') return;
+        if (!grant.ok || grant.sub !== open.sub) {
+          this.#options.logger.warn(
+            { session: this.#session.id, reason: grant.ok ? 'another person' : grant.reason },
+            'a renewal token was refused; the session ends when its token expires',
+          );
+          return;
+        }
+        const renewed = this.#options.registry.renew(open.sessionId, grant.jti, grant.exp);
+        if (renewed !== undefined) state.open = renewed;
+        this.#send({ type: 'renewed', exp: state.open.exp });
+        this.#options.logger.info(
+          { session: this.#session.id, session_id: open.sessionId, exp: state.open.exp },
+          'session token renewed',
+        );
+      },
+      (err: unknown) =>
+        this.#options.logger.error(
+          { session: this.#session.id, err: err instanceof Error ? err.name : typeof err },
+          'checking a renewal token failed',
+        ),
+    );
   }
 
   #deny(reason: string, code: DeniedCode): void {
@@ -501,6 +611,12 @@ export class PilotSession implements SessionQosProbe {
     const silenceMs = this.#options.silenceMs ?? PILOT_SILENCE_MS;
     const heartbeatMs = this.#options.heartbeatMs ?? HEARTBEAT_MS;
     const silentMs = silentFor(liveness, this.#clock.now(), heartbeatMs, silenceMs);
+    if (this.#clock.wallNow() > state.open.exp * 1000 + EXPIRY_GRACE_MS) {
+      const reason = 'the session token expired and the pilot did not renew it; connect again';
+      this.#options.logger.info({ session: this.#session.id, session_id: state.open.sessionId }, reason);
+      this.#endWith(endMessage('bye', reason), 0, reason, this.#options.closeGraceMs ?? 0);
+      return;
+    }
     if (silentMs !== undefined) {
       const reason = `pilot silent for ${silenceMs} ms`;
       this.#options.logger.info(
@@ -680,6 +796,8 @@ export class PilotSession implements SessionQosProbe {
       this.#options.qos,
     );
     Object.assign(channels, this.commandStats());
+    // How the session's packets reach the robot, as the robot sees it.
+    channels['0'] = { ...channels['0'], path: this.#session.kind };
     this.#send({ type: 'agent-stats', channels });
   }
 

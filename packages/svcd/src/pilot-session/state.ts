@@ -18,7 +18,9 @@ import type { VideoSend } from './video-send.js';
  * - `closing`: the robot ended it (`denied`; `bye` on revocation or to a pilot silent too long; the
  *   pilot's own `bye`) and waits out the grace that lets the pilot read why (none when nobody
  *   would read it); media, commands and the heartbeat have stopped, the registry entry has ended;
- * - `closed`: the transport session ended.
+ * - `closed`: the transport session ended;
+ * - `moved`: this transport was a new path for another open session (`hello {move: true}`), which
+ *   took it over; this object has nothing more to do.
  */
 export type PilotSessionState =
   | { readonly kind: 'awaiting-hello' }
@@ -52,7 +54,8 @@ export type PilotSessionState =
       /** Closes the transport session when the grace is over (none without a grace). */
       readonly closeTimer: TimerHandle | undefined;
     }
-  | { readonly kind: 'closed'; readonly reason: string };
+  | { readonly kind: 'closed'; readonly reason: string }
+  | { readonly kind: 'moved'; readonly sessionId: string };
 
 /**
  * The life cycle's moves: where each state may go. `closing` follows a refusal (`denied`), a
@@ -61,8 +64,9 @@ export type PilotSessionState =
  */
 export const PILOT_SESSION_MOVES: TransitionTable<PilotSessionState['kind']> = {
   'awaiting-hello': ['authorizing', 'closing', 'closed'],
-  authorizing: ['active', 'closing', 'closed'],
+  authorizing: ['active', 'moved', 'closing', 'closed'],
   active: ['closing', 'closed'],
   closing: ['closed'],
   closed: [],
+  moved: [],
 };

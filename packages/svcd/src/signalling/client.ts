@@ -55,6 +55,9 @@ export type SessionRevokedMessage = Extract<SignalServerMessage, { type: 'sessio
 /** The cloud's `session-role`: the driver slot moved (handover, takeover, release). */
 export type SessionRoleMessage = Extract<SignalServerMessage, { type: 'session-role' }>;
 
+/** The cloud's `relay-open`: a pilot is coming through the relay; attach the QUIC port to it. */
+export type RelayOpenMessage = Extract<SignalServerMessage, { type: 'relay-open' }>;
+
 /** Options of {@link SignallingClient}. */
 export interface SignallingClientOptions {
   /** `signal_url`: `wss://<host>/ws` (`ws://` for a local development server). */
@@ -71,6 +74,8 @@ export interface SignallingClientOptions {
   readonly onSessionRevoked?: (message: SessionRevokedMessage) => void;
   /** The cloud moved the driver slot: the session's role is now the one given. */
   readonly onSessionRole?: (message: SessionRoleMessage) => void;
+  /** A pilot comes through the cloud's relay: attach the QUIC port to the port named. */
+  readonly onRelayOpen?: (message: RelayOpenMessage) => void;
   /** Every change of {@link SignallingClient.state}. */
   readonly onStateChange?: (state: SignallingState) => void;
   /** The configuration file, named in the remedy for an unenrolled robot. */
@@ -198,12 +203,24 @@ export class SignallingClient {
    * @throws {TypeError} when the session breaks the schema (an empty id, a role that is not one),
    *   or after `stop()`.
    */
-  sessionStarted(session: SignallingSession): void {
+  sessionStarted(session: SignallingSession & { readonly path?: 'direct' | 'relay' }): void {
     this.#refuseStopped('sessionStarted');
     const entry: SignallingSession = { session_id: session.session_id, role: session.role, sub: session.sub };
-    const text = encodeSignalMessage({ type: 'session-started', ...entry });
+    const text = encodeSignalMessage({
+      type: 'session-started',
+      ...entry,
+      ...(session.path === undefined ? {} : { path: session.path }),
+    });
     this.#sessions.set(entry.session_id, entry);
     if (this.#state.kind === 'online') this.#sendText(this.#state.ws, text);
+  }
+
+  /** Reports that a session's packets travel another way now (the pilot moved off the relay). */
+  sessionPath(sessionId: string, path: 'direct' | 'relay'): void {
+    this.#refuseStopped('sessionPath');
+    if (this.#state.kind === 'online' && this.#sessions.has(sessionId)) {
+      this.#send(this.#state.ws, { type: 'session-path', session_id: sessionId, path });
+    }
   }
 
   /**
@@ -390,6 +407,13 @@ export class SignallingClient {
         }
         return;
       }
+      case 'relay-open': {
+        const { onRelayOpen } = this.#options;
+        if (this.#expectOnline(message.type) && onRelayOpen !== undefined) {
+          safeCall(this.#logger, 'onRelayOpen', () => onRelayOpen(message));
+        }
+        return;
+      }
       case 'error':
         this.#logger.warn(
           { code: message.code },
@@ -402,6 +426,11 @@ export class SignallingClient {
       case 'control-request':
       case 'control-pending':
       case 'control-result':
+      case 'relay-allocated':
+      case 'relay-refused':
+      case 'renewed':
+      case 'renew-refused':
+      case 'candidates':
         this.#logger.warn({ type: message.type }, 'signalling: skipped a pilot message sent to this robot');
         return;
       default: {

@@ -13,7 +13,7 @@ import { ControlLineReader, type ControlMessage, encodeControlMessage, WireError
 export class FakeSession implements Session {
   static #next = 0;
   readonly id = `fake-${++FakeSession.#next}`;
-  readonly kind = 'direct' as const;
+  kind: 'direct' | 'relay' = 'direct';
   readonly remoteAddress = '127.0.0.1:9';
   readonly path = '/';
   readonly control: ControlMessage[] = [];

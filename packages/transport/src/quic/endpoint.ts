@@ -116,6 +116,12 @@ export interface QuicEndpointEvents {
    * rethrown as uncaught exceptions.
    */
   error: (err: unknown) => void;
+  /**
+   * A datagram that is not QUIC (its first byte is 0: neither the long-header nor the fixed bit
+   * is set), such as the cloud relay's answers to the robot (`docs/protocol/relay.md`). `msg` is
+   * valid only during the call.
+   */
+  foreign: (msg: Uint8Array, from: SocketAddress) => void;
 }
 
 /** Counters of what the endpoint dropped, for diagnostics. */
@@ -364,8 +370,23 @@ export class QuicEndpoint {
     return this.#closing;
   }
 
+  /**
+   * Sends one datagram that is not QUIC (a relay attach) from this endpoint's socket, so that it
+   * leaves from `quic_port` and opens the same NAT mapping the relayed QUIC packets will use.
+   * A closed endpoint drops it.
+   */
+  sendRaw(bytes: Uint8Array, to: SocketAddress): void {
+    if (this.#closing !== undefined) return;
+    this.#batch.add(bytes, to);
+    this.#sendBatch();
+  }
+
   /** One datagram from `from`; `msg` is valid only during the call (quiche decrypts it in place). */
   #onDatagram(msg: Uint8Array, from: NativeHostPort): void {
+    if (msg[0] === 0) {
+      this.#events.safeEmit('foreign', msg, from);
+      return;
+    }
     // A short header (RFC 9000 §17.3: first bit 0) carries the id we issued right after its first
     // byte. Nearly every datagram of an open connection is one: it is routed here without
     // quiche's header parser, which builds an object and two buffers per call.

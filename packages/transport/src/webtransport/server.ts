@@ -10,6 +10,7 @@ import { serverSettings } from '../h3/settings.js';
 import { UniStreamReader } from '../h3/streams.js';
 import type { QuicConnection } from '../quic/connection.js';
 import { QuicEndpoint, type QuicEndpointOptions } from '../quic/endpoint.js';
+import { type RelayAttachRequest, type RelayAttachResult, RelayLegs } from '../relay/leg.js';
 import type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from '../session.js';
 import { StreamWriter } from './stream-writer.js';
 
@@ -48,10 +49,16 @@ export class WebTransportServer {
   readonly #endpoint: QuicEndpoint;
   readonly #options: WebTransportServerOptions;
   readonly #sessions = new Set<WebTransportSession>();
+  readonly #relay: RelayLegs;
 
   private constructor(endpoint: QuicEndpoint, options: WebTransportServerOptions) {
     this.#endpoint = endpoint;
     this.#options = options;
+    this.#relay = new RelayLegs({
+      send: (bytes, to) => endpoint.sendRaw(bytes, to),
+      ipv6Socket: endpoint.address.host.includes(':'),
+    });
+    endpoint.on('foreign', (msg, from) => this.#relay.handle(msg, from));
   }
 
   /** Binds the UDP socket and starts accepting. */
@@ -78,8 +85,17 @@ export class WebTransportServer {
     return this.#sessions.size;
   }
 
+  /**
+   * Attaches the QUIC port to a relayed session's robot-facing relay port (svc-cloud's
+   * `relay-open`): the pilot's connection then arrives from there, and its session says `relay`.
+   */
+  attachRelay(request: RelayAttachRequest): Promise<RelayAttachResult> {
+    return this.#relay.attach(request);
+  }
+
   /** Closes every session and the endpoint. */
   async close(): Promise<void> {
+    this.#relay.close();
     for (const session of [...this.#sessions]) session.close(GOING_AWAY, 'server shutting down');
     await this.#endpoint.close();
   }
@@ -87,6 +103,7 @@ export class WebTransportServer {
   #hooks(): ConnectionHooks {
     return {
       path: this.#options.path ?? '/',
+      isRelay: (peer) => this.#relay.isRelay(peer.host, peer.port),
       canAccept: () => this.#sessions.size < (this.#options.maxSessions ?? 16),
       opened: (session) => {
         this.#sessions.add(session);
@@ -100,6 +117,8 @@ export class WebTransportServer {
 
 interface ConnectionHooks {
   readonly path: string;
+  /** Whether a peer is a relay port this server attached to. */
+  isRelay(peer: { readonly host: string; readonly port: number }): boolean;
   canAccept(): boolean;
   opened(session: WebTransportSession): void;
   closed(session: WebTransportSession): void;
@@ -208,7 +227,8 @@ class H3Connection {
     }
     const writer = new StreamWriter(this.#conn, id);
     writer.write(encodeWebTransportResponse(200));
-    const session = new WebTransportSession(this.#conn, id, writer, check.request.path, () => {
+    const kind = this.#hooks.isRelay(this.#conn.remoteAddress) ? 'relay' : 'direct';
+    const session = new WebTransportSession(this.#conn, id, writer, check.request.path, kind, () => {
       this.#sessions.delete(id);
       this.#hooks.closed(session);
     });
@@ -273,7 +293,7 @@ let scratch = new Uint8Array(2048);
 /** One WebTransport session: an accepted CONNECT stream and what hangs off it. */
 class WebTransportSession implements Session {
   readonly id: string;
-  readonly kind = 'direct' as const;
+  readonly kind: 'direct' | 'relay';
   readonly remoteAddress: string;
   readonly path: string;
   readonly #conn: QuicConnection;
@@ -296,8 +316,10 @@ class WebTransportSession implements Session {
     connectStream: number,
     writer: StreamWriter,
     path: string,
+    kind: 'direct' | 'relay',
     onGone: () => void,
   ) {
+    this.kind = kind;
     this.#conn = conn;
     this.#connectWriter = writer;
     this.path = path;

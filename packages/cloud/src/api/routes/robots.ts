@@ -135,6 +135,11 @@ export const robotSessionRoutes: ApiPlugin = async (app, { ctx }) => {
               role: sessionRole,
               sub: z.string().describe("Who the session is for: the token's `sub`"),
               started: z.boolean().describe('Whether the robot reported it running'),
+              path: z
+                .enum(['direct', 'relay'])
+                .describe(
+                  "How its packets travel: straight between pilot and robot, or through svc-cloud's relay",
+                ),
             }),
           ),
         })

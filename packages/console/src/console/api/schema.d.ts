@@ -3386,6 +3386,11 @@ export interface paths {
                       sessionId: string;
                       /** @enum {string} */
                       role: 'driver' | 'observer';
+                      /**
+                       * @description How the session's packets travel: straight between pilot and robot, or through svc-cloud's relay
+                       * @enum {string}
+                       */
+                      path: 'direct' | 'relay';
                     }[];
                     /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                     driver: {
@@ -3445,6 +3450,11 @@ export interface paths {
                       sessionId: string;
                       /** @enum {string} */
                       role: 'driver' | 'observer';
+                      /**
+                       * @description How the session's packets travel: straight between pilot and robot, or through svc-cloud's relay
+                       * @enum {string}
+                       */
+                      path: 'direct' | 'relay';
                     }[];
                     /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                     driver: {
@@ -3504,6 +3514,11 @@ export interface paths {
                       sessionId: string;
                       /** @enum {string} */
                       role: 'driver' | 'observer';
+                      /**
+                       * @description How the session's packets travel: straight between pilot and robot, or through svc-cloud's relay
+                       * @enum {string}
+                       */
+                      path: 'direct' | 'relay';
                     }[];
                     /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                     driver: {
@@ -3902,6 +3917,11 @@ export interface paths {
                   sessionId: string;
                   /** @enum {string} */
                   role: 'driver' | 'observer';
+                  /**
+                   * @description How the session's packets travel: straight between pilot and robot, or through svc-cloud's relay
+                   * @enum {string}
+                   */
+                  path: 'direct' | 'relay';
                 }[];
                 /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                 driver: {
@@ -4101,6 +4121,11 @@ export interface paths {
                   sessionId: string;
                   /** @enum {string} */
                   role: 'driver' | 'observer';
+                  /**
+                   * @description How the session's packets travel: straight between pilot and robot, or through svc-cloud's relay
+                   * @enum {string}
+                   */
+                  path: 'direct' | 'relay';
                 }[];
                 /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                 driver: {
@@ -4425,6 +4450,11 @@ export interface paths {
                   sessionId: string;
                   /** @enum {string} */
                   role: 'driver' | 'observer';
+                  /**
+                   * @description How the session's packets travel: straight between pilot and robot, or through svc-cloud's relay
+                   * @enum {string}
+                   */
+                  path: 'direct' | 'relay';
                 }[];
                 /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                 driver: {
@@ -4623,6 +4653,11 @@ export interface paths {
                 sub: string;
                 /** @description Whether the robot reported it running */
                 started: boolean;
+                /**
+                 * @description How its packets travel: straight between pilot and robot, or through svc-cloud's relay
+                 * @enum {string}
+                 */
+                path: 'direct' | 'relay';
               }[];
             };
           };

@@ -11,6 +11,7 @@ import type { MyOrg } from '../auth.js';
 import { ErrorNote } from '../components/error-note.js';
 import { Time } from '../components/time.js';
 import { type FleetRobot, useFleet } from '../fleet.js';
+import { pathLabel } from '../path-label.js';
 import { can } from '../roles.js';
 
 type Shown = 'all' | 'online' | 'offline';
@@ -234,11 +235,4 @@ const RobotRow = memo(function RobotRow(props: {
 /** Who drives `robot`, as far as the caller may know. */
 export function driverName(robot: FleetRobot): string {
   return robot.driver?.name ?? robot.driver?.email ?? 'someone';
-}
-
-/** How pilots reach the robot, as far as the cloud knows it. */
-export function pathLabel(robot: FleetRobot): string {
-  if (!robot.online) return '—';
-  if (robot.candidates.length === 0) return robot.relay ? 'relay' : 'no address';
-  return robot.candidates.some((c) => c.kind === 'mapped') ? 'direct (mapped)' : 'direct';
 }

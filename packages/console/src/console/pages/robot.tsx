@@ -219,6 +219,19 @@ function SessionsNow(props: { readonly robot: RobotView; readonly admin: boolean
                 <Table.Td>
                   <Text size="sm">{sessionHolder(robot, s.sessionId)}</Text>
                 </Table.Td>
+                <Table.Td>
+                  <Badge
+                    variant="light"
+                    color={s.path === 'relay' ? 'orange' : 'teal'}
+                    title={
+                      s.path === 'relay'
+                        ? "Through svc-cloud's relay: the pilot could not reach the robot directly. Still encrypted end to end."
+                        : 'Straight between the pilot and the robot'
+                    }
+                  >
+                    {s.path === 'relay' ? 'relay' : 'direct'}
+                  </Badge>
+                </Table.Td>
                 {props.admin && (
                   <Table.Td>
                     <ConfirmButton
@@ -405,6 +418,7 @@ function AddGrant(props: { readonly robotId: string }): ReactNode {
 const SESSION_ACTIONS = new Set([
   'session-token.mint',
   'session.revoke',
+  'session.path',
   'driver-slot.acquire',
   'driver-slot.release',
   'driver-slot.handover',

@@ -1,0 +1,387 @@
+/**
+ * The `reach` suite's path figures (a), (b), (d), (e): a robot behind a NAT router in network
+ * namespaces the suite builds (`startNetnsFleet` of `@svc/testkit`), svc-cloud and the pilot's
+ * Chromium on the "internet" beside it, the glass source (a picture carrying its capture time as a
+ * pixel code, encoded by a real ffmpeg) as the robot's camera in the robot's namespace, the pilot
+ * SDK in Chromium reading the code back from every painted picture (`path-glass-page.ts`).
+ *
+ * The same robot serves both paths: with no gateway answering NAT-PMP it is reachable only through
+ * the relay; once the suite starts a NAT-PMP responder on the router, the robot maps its port,
+ * announces the mapped address, and new sessions go direct. Loss for (b) is an nftables rule on
+ * the router dropping 3 of every 60 UDP datagrams from the robot's LAN (5 % in bursts of 3, the
+ * same pattern on either path). For (d) and (e) the mapped port is kept but its inbound datagrams
+ * dropped silently (a NAT whose mapping the pilot cannot use), so the direct candidate hangs and
+ * the relay carries the session; (e) then lifts the drop and times the move to the direct path.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  ChromiumSession,
+  findChromium,
+  freeUdpPort,
+  type NetnsFleet,
+  type NetnsRobot,
+  startNatPmpResponder,
+  startNetnsFleet,
+} from '@svc/testkit';
+import { percentile } from './stats.js';
+import type { GlassSample } from './suites/path-glass-page.js';
+import type { BenchResult } from './types.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const page = path.join(here, 'suites/path-glass-page.ts');
+const glassWorker = path.join(here, 'workers/glass-source.ts');
+const SOURCE = { width: 640, height: 360, fps: 30, gop: 60, bitrateKbps: 2500 };
+/** Pictures of the first seconds are left out of (a) and (b): the hold settles meanwhile. */
+const SETTLE_MS = 5000;
+const WATCH_S = 25;
+const JOINS = 5;
+const JOIN_WATCH_S = 2;
+/** (e): the router starts mapping this long after the session started on the relay. */
+const OPEN_AFTER_MS = 4000;
+const SWITCH_WATCH_S = 25;
+const TABLE = 'svcbench';
+
+/** Runs the path figures and reports them. */
+export async function measurePathFigures(report: (r: BenchResult) => void): Promise<void> {
+  const fleet = await startNetnsFleet({ nat: 'masquerade', chromium: false });
+  const cleanups: (() => Promise<unknown>)[] = [];
+  try {
+    const topology = fleet.topology;
+    const v4 = topology.addresses.ipv4!;
+    const rtpPort = await freeUdpPort();
+    const robot = await fleet.robot('bench-reach', {
+      agent: ['relay = true', 'port_mapping = true', 'port_mapping_protocols = ["natpmp"]'],
+      channels: [
+        '[[channel]]',
+        'kind = "video"',
+        'name = "front"',
+        `input = "rtp://127.0.0.1:${rtpPort}"`,
+        'codec = "avc1.42c01f"',
+        `fps = ${SOURCE.fps}`,
+      ],
+      camera: false,
+    });
+    const source = await startWorkerSource(fleet, rtpPort);
+    cleanups.push(() => source.stop());
+    const chromium = await ChromiumSession.open({
+      executablePath: topology.wrapperFor('internet', findChromium()),
+      serve: 'route',
+    });
+    cleanups.push(() => chromium.close());
+    await routerTable(fleet, 'create');
+    cleanups.push(() => routerTable(fleet, 'delete'));
+
+    let watched = 0;
+    const watch = async (seconds: number, during?: () => Promise<void>): Promise<GlassSample> => {
+      const run = chromium.run<GlassSample>({
+        entry: page,
+        exportName: 'measureGlass',
+        args: [
+          {
+            signalUrl: fleet.cloud.signalUrl,
+            robotId: robot.robotId,
+            token: await robot.token('observe'),
+            seconds,
+          },
+        ],
+        timeoutMs: (seconds + 60) * 1000,
+      });
+      await during?.();
+      const sample = await run;
+      await dump(`watch-${++watched}`, sample);
+      return sample;
+    };
+
+    const lossy = `iifname "${topology.interfaces.router.lan}" meta l4proto udp numgen inc mod 60 < 3 drop`;
+
+    // (e): a session starts on the relay (nothing maps the robot's port yet; its only candidate,
+    // its LAN address, is unreachable); then the router starts answering NAT-PMP: the robot maps
+    // its port and announces it, svc-cloud passes it on, the pilot reaches it and moves there.
+    let mappedAt = Number.NaN;
+    const switching = await watch(SWITCH_WATCH_S, async () => {
+      await sleep(OPEN_AFTER_MS);
+      const responder = await startNatPmpResponder({
+        spawn: (command, args) => topology.spawn('router', command, [...args]),
+        lanAddress: v4.routerLan,
+        wanAddress: v4.routerWan,
+        wanInterface: topology.interfaces.router.wan,
+      });
+      cleanups.push(() => responder.stop());
+      await responder.waitFor((e) => e.event === 'mapped', 30_000);
+      mappedAt = Date.now();
+    });
+    expectPath(switching, 'direct');
+    const switches =
+      (
+        switching.connection as {
+          pathSwitches?: { atMs: number; framesLost: number; from: string; to: string }[];
+        }
+      ).pathSwitches ?? [];
+    const move = switches.find((x) => x.from === 'relay' && x.to === 'direct');
+
+    // Direct: the mapping stays; new sessions reach the robot straight.
+    await whenMapped(fleet, robot);
+    const directCalm = await watch(WATCH_S);
+    expectPath(directCalm, 'direct');
+    const directLossRule = await addRule(fleet, lossy);
+    const directLossy = await watch(WATCH_S);
+    await deleteRule(fleet, directLossRule);
+    expectPath(directLossy, 'direct');
+
+    // Relayed: the mapping exists but its inbound datagrams are dropped without a word (a NAT or
+    // a firewall the pilot cannot get through): the direct candidate hangs, the relay carries the
+    // session. (d) is each join's first picture under that block.
+    const quicPort = robot.files.quicPort;
+    const blackhole = await addRule(
+      fleet,
+      `iifname "${topology.interfaces.router.wan}" ip daddr ${v4.robot} udp dport ${quicPort} drop`,
+    );
+    const relayedCalm = await watch(WATCH_S);
+    expectPath(relayedCalm, 'relay');
+    const relayedLossRule = await addRule(fleet, lossy);
+    const relayedLossy = await watch(WATCH_S);
+    await deleteRule(fleet, relayedLossRule);
+    expectPath(relayedLossy, 'relay');
+    const blocked: number[] = [];
+    for (let i = 0; i < JOINS; i++) {
+      const join = await watch(JOIN_WATCH_S);
+      expectPath(join, 'relay');
+      blocked.push(join.connectToFirstPaintMs ?? Number.NaN);
+    }
+    await deleteRule(fleet, blackhole);
+    // Every picture's capture time comes back when the camera stops.
+    await source.stop();
+
+    const glassOf = (sample: GlassSample) =>
+      sample.paints
+        .filter((p) => p[4] >= SETTLE_MS)
+        .map((p) => p[1])
+        .sort((a, b) => a - b);
+    const relayedP50 = percentile(glassOf(relayedCalm), 0.5);
+    const directP50 = percentile(glassOf(directCalm), 0.5);
+    const common = {
+      source: SOURCE,
+      settleMs: SETTLE_MS,
+      watchS: WATCH_S,
+      topology: 'robot behind a NAT router (nftables masquerade), svc-cloud and Chromium on the other side',
+    };
+    report({
+      name: '(a) capture → glass p50, relayed',
+      value: relayedP50,
+      unit: 'ms',
+      better: 'lower',
+      params: { ...common, painted: relayedCalm.paints.length },
+    });
+    report({
+      name: '(a) capture → glass p50, direct',
+      value: directP50,
+      unit: 'ms',
+      better: 'lower',
+      params: { ...common, painted: directCalm.paints.length },
+    });
+    report({
+      name: '(a) relayed − direct, capture → glass p50',
+      value: relayedP50 - directP50,
+      unit: 'ms',
+      better: 'lower',
+      params: common,
+    });
+    const relayedShare = paintedShare(relayedLossy, source.captured);
+    const directShare = paintedShare(directLossy, source.captured);
+    const lossParams = {
+      ...common,
+      loss: '3 of every 60 UDP datagrams from the robot’s LAN dropped at the router (5 %, bursts of 3)',
+    };
+    report({
+      name: '(b) frames painted under 5 % loss in bursts of 3, relayed',
+      value: relayedShare.percent,
+      unit: '%',
+      better: 'higher',
+      params: { ...lossParams, ...relayedShare },
+    });
+    report({
+      name: '(b) frames painted under 5 % loss in bursts of 3, direct',
+      value: directShare.percent,
+      unit: '%',
+      better: 'higher',
+      params: { ...lossParams, ...directShare },
+    });
+    report({
+      name: '(b) direct − relayed, frames painted',
+      value: directShare.percent - relayedShare.percent,
+      unit: 'percentage points',
+      better: 'lower',
+      params: lossParams,
+    });
+    const sortedBlocked = [...blocked].sort((a, b) => a - b);
+    report({
+      name: '(d) connect → first picture, direct blocked (dropped silently), relay allowed, p50',
+      value: percentile(sortedBlocked, 0.5),
+      unit: 'ms',
+      better: 'lower',
+      params: { joins: blocked, headStartMs: 200 },
+    });
+    report({
+      name: '(d) same, worst of the joins',
+      value: Math.max(...blocked),
+      unit: 'ms',
+      better: 'lower',
+      params: { joins: blocked },
+    });
+    report({
+      name: '(e) relay → direct: port mapped at the router → session on the direct path',
+      value: move === undefined ? Number.NaN : switching.timeOrigin + move.atMs - mappedAt,
+      unit: 'ms',
+      better: 'lower',
+      params: {
+        switches,
+        mappedAt,
+        how: 'NAT-PMP responder started on the router mid-session; from its first successful MAP to the pilot on the direct path',
+      },
+    });
+    report({
+      name: '(e) frames lost by the move',
+      value: move?.framesLost ?? Number.NaN,
+      unit: 'frames',
+      better: 'lower',
+      params: { switches },
+    });
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+    await fleet.stop();
+  }
+}
+
+function expectPath(sample: GlassSample, expected: string): void {
+  const actual = (sample.connection as { path?: string }).path;
+  if (actual !== expected) throw new Error(`the session ran on the ${String(actual)} path, not ${expected}`);
+}
+
+/**
+ * The share of the pictures drawn while the pilot watched (after the settling seconds) that were
+ * painted, and how many.
+ */
+function paintedShare(
+  sample: GlassSample,
+  captured: readonly number[],
+): { percent: number; painted: number; drawn: number } {
+  const settled = sample.paints.filter((p) => p[4] >= SETTLE_MS);
+  if (settled.length === 0) return { percent: 0, painted: 0, drawn: 0 };
+  const from = sample.firstPaintEpochMs + SETTLE_MS - 200;
+  const until = sample.firstPaintEpochMs + sample.paints.at(-1)![4] - 500;
+  const drawn = captured.filter((t) => t >= from && t <= until).length;
+  const painted = new Set(
+    settled
+      .filter((p) => {
+        const at = sample.firstPaintEpochMs + p[4] - p[1];
+        return at >= from && at <= until;
+      })
+      .map((p) => p[0]),
+  ).size;
+  return { percent: drawn === 0 ? 0 : (100 * painted) / drawn, painted, drawn };
+}
+
+/** The camera: the glass source in the robot's namespace, in a process of its own. */
+async function startWorkerSource(
+  fleet: NetnsFleet,
+  port: number,
+): Promise<{ captured: number[]; stop(): Promise<void> }> {
+  const child: ChildProcess = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      fleet.topology.namespaces.robot,
+      process.execPath,
+      '--conditions=source',
+      '--import',
+      'tsx',
+      glassWorker,
+      JSON.stringify({ port, ...SOURCE }),
+    ],
+    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+  );
+  const captured: number[] = [];
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the glass source exited (${String(code)})`)));
+  });
+  let stopped: Promise<void> | undefined;
+  return {
+    captured,
+    stop() {
+      stopped ??= new Promise<void>((resolve) => {
+        child.on('message', (m: { captured?: number[] }) => {
+          if (m.captured !== undefined) captured.push(...m.captured);
+        });
+        child.once('exit', () => resolve());
+        child.send({ stop: true });
+      });
+      return stopped;
+    },
+  };
+}
+
+async function whenMapped(fleet: NetnsFleet, robot: NetnsRobot): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const answer = await fleet.cloud.call('GET', `/api/v1/robots/${robot.robotId}`, {
+      token: fleet.alice.accessToken,
+    });
+    if ((answer.body.robot?.candidates ?? []).some((c: { kind: string }) => c.kind === 'mapped')) return;
+    if (Date.now() > deadline) throw new Error('the robot never announced a mapped candidate');
+    await sleep(200);
+  }
+}
+
+async function routerTable(fleet: NetnsFleet, what: 'create' | 'delete'): Promise<void> {
+  const script =
+    what === 'create'
+      ? `table ip ${TABLE} {\n chain forward {\n type filter hook forward priority -10; policy accept;\n }\n}\n`
+      : `delete table ip ${TABLE}\n`;
+  const result = await fleet.topology.run('router', 'nft', ['-f', '-'], { input: script });
+  if (result.code !== 0) throw new Error(`nft: ${result.stderr}`);
+}
+
+/** Adds a rule to the suite's forward chain on the router; returns its handle. */
+async function addRule(fleet: NetnsFleet, rule: string): Promise<number> {
+  const result = await fleet.topology.run('router', 'nft', [
+    '--echo',
+    '--handle',
+    'add',
+    'rule',
+    'ip',
+    TABLE,
+    'forward',
+    ...rule.split(' '),
+  ]);
+  const handle = /# handle (\d+)/.exec(result.stdout);
+  if (result.code !== 0 || handle === null) throw new Error(`nft add rule: ${result.stderr}${result.stdout}`);
+  return Number(handle[1]);
+}
+
+async function deleteRule(fleet: NetnsFleet, handle: number): Promise<void> {
+  await fleet.topology.run('router', 'nft', [
+    'delete',
+    'rule',
+    'ip',
+    TABLE,
+    'forward',
+    'handle',
+    String(handle),
+  ]);
+}
+
+async function dump(name: string, sample: GlassSample): Promise<void> {
+  const dir = process.env.SVC_BENCH_DUMP;
+  if (dir === undefined) return;
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, `reach-${name}.json`), JSON.stringify(sample));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
