@@ -61,7 +61,7 @@ export interface LaunchedChromium {
  * namespace, say).
  */
 export async function launchChromium(
-  options: { readonly executablePath?: string } = {},
+  options: { readonly executablePath?: string; readonly args?: readonly string[] } = {},
 ): Promise<LaunchedChromium> {
   const executablePath = options.executablePath ?? findChromium();
   const tempDir = await mkdtemp(join(tmpdir(), 'testkit-chromium-'));
@@ -69,7 +69,7 @@ export async function launchChromium(
   try {
     browser = await chromium.launch({
       executablePath,
-      args: [...CHROMIUM_ARGS],
+      args: [...CHROMIUM_ARGS, ...(options.args ?? [])],
       headless: true,
       env: { ...process.env, TMPDIR: tempDir },
       tracesDir: join(tempDir, 'traces'),
@@ -140,9 +140,13 @@ export class ChromiumSession {
   static async open(
     options: { readonly executablePath?: string; readonly serve?: PageServing } = {},
   ): Promise<ChromiumSession> {
-    const launched = await launchChromium(
-      options.executablePath === undefined ? {} : { executablePath: options.executablePath },
-    );
+    const launched = await launchChromium({
+      ...(options.executablePath === undefined ? {} : { executablePath: options.executablePath }),
+      // A routed page has no network address of its own: Chromium would count it as public and
+      // refuse its connections to loopback (Local Network Access). Served for real, a page and
+      // svc-cloud share one origin and need no such switch.
+      ...(options.serve === 'route' ? { args: ['--disable-features=LocalNetworkAccessChecks'] } : {}),
+    });
     return new ChromiumSession(launched, options.serve ?? 'server');
   }
 
