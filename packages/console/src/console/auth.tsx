@@ -10,8 +10,6 @@ import { api, configureApi, unwrap } from './api/client.js';
 import type { paths } from './api/schema.js';
 import { type ConsoleConfig, type InvitationLink, signIn } from './session.js';
 
-/** How long an expired access token may wait for its renewal before the session counts as ended, ms. */
-const RENEWAL_GRACE_MS = 10_000;
 /** `GET /api/v1/me`'s answer. */
 export type Me = paths['/api/v1/me']['get']['responses'][200]['content']['application/json'];
 /** One of the caller's organisations. */
@@ -52,31 +50,18 @@ export function SessionProvider(props: {
   });
 
   useEffect(() => {
-    // The token's expiry and its renewal race: a machine that slept, or a renewal slower than the
-    // minute before expiry, brings the expiry first and the renewed token a moment later. The
-    // session has ended only when no renewed token follows within a grace, or the renewal failed.
-    let grace: ReturnType<typeof setTimeout> | undefined;
     const loaded = (next: User) => {
-      clearTimeout(grace);
       setUser(next);
       setEnded(false);
     };
-    const expired = () => {
-      clearTimeout(grace);
-      grace = setTimeout(() => setEnded(true), RENEWAL_GRACE_MS);
-    };
-    const renewFailed = () => {
-      clearTimeout(grace);
-      setEnded(true);
-    };
+    const expired = () => setEnded(true);
     manager.events.addUserLoaded(loaded);
     manager.events.addAccessTokenExpired(expired);
-    manager.events.addSilentRenewError(renewFailed);
+    manager.events.addSilentRenewError(expired);
     return () => {
-      clearTimeout(grace);
       manager.events.removeUserLoaded(loaded);
       manager.events.removeAccessTokenExpired(expired);
-      manager.events.removeSilentRenewError(renewFailed);
+      manager.events.removeSilentRenewError(expired);
     };
   }, [manager]);
 
