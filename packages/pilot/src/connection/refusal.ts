@@ -154,19 +154,30 @@ export async function fetchSessionToken(options: FetchSessionTokenOptions): Prom
   return body.token;
 }
 
+/** The claims of a JWT, read without verifying it (the robot verifies): `undefined` when unreadable. */
+function tokenClaims(token: string): Record<string, unknown> | undefined {
+  const payload = token.split('.')[1];
+  if (payload === undefined || payload === '') return undefined;
+  try {
+    const base64 = payload.replace(/-/g, '+').replace(/_/g, '/');
+    const claims: unknown = JSON.parse(atob(base64 + '='.repeat((4 - (base64.length % 4)) % 4)));
+    return typeof claims === 'object' && claims !== null ? (claims as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The `scope` claim of a pilot session token (a JWT), read without verifying it (the robot
  * verifies): `undefined` when it cannot be read.
  */
 export function tokenScope(token: string): 'drive' | 'observe' | undefined {
-  const payload = token.split('.')[1];
-  if (payload === undefined || payload === '') return undefined;
-  try {
-    const base64 = payload.replace(/-/g, '+').replace(/_/g, '/');
-    const json = atob(base64 + '='.repeat((4 - (base64.length % 4)) % 4));
-    const scope = (JSON.parse(json) as { scope?: unknown }).scope;
-    return scope === 'drive' || scope === 'observe' ? scope : undefined;
-  } catch {
-    return undefined;
-  }
+  const scope = tokenClaims(token)?.scope;
+  return scope === 'drive' || scope === 'observe' ? scope : undefined;
+}
+
+/** A pilot session token's `exp` claim in ms since the epoch, read without verifying it; `undefined` when unreadable. */
+export function tokenExpiryMs(token: string): number | undefined {
+  const exp = tokenClaims(token)?.exp;
+  return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined;
 }

@@ -27,6 +27,7 @@ import {
   type SignalServerMessage,
   WireError,
 } from '@svc/wire';
+import { tokenExpiryMs } from './refusal.js';
 
 /** What the signalling server answered a pilot's `connect`: how to reach the robot and as what. */
 export interface RobotOffer {
@@ -744,7 +745,8 @@ export class SignalSession {
 
   #resume(from: SignalState): void {
     if (this.#state !== from) return;
-    if (tokenExpired(this.#options.token, this.#clock.wallNow())) {
+    const exp = tokenExpiryMs(this.#options.token);
+    if (exp !== undefined && exp <= this.#clock.wallNow()) {
       this.#tokenExpired('the session token has expired');
       return;
     }
@@ -852,16 +854,3 @@ export class SignalSession {
 }
 
 const STARTING = 'the session is starting';
-
-/** Whether a JWT's `exp` claim (read without verifying) is past; `false` when it cannot be read. */
-function tokenExpired(token: string, wallNowMs: number): boolean {
-  const payload = token.split('.')[1];
-  if (payload === undefined) return false;
-  try {
-    const json = atob(payload.replace(/-/g, '+').replace(/_/g, '/'));
-    const exp = (JSON.parse(json) as { exp?: unknown }).exp;
-    return typeof exp === 'number' && exp * 1000 <= wallNowMs;
-  } catch {
-    return false;
-  }
-}

@@ -3,6 +3,7 @@ import type { ControlMessage } from '@svc/wire';
 import type { Link, LinkListener } from './link.js';
 import type { PathSwitch, RobotAddress, TransportFactory } from './options.js';
 import { PathMover } from './path-move.js';
+import { tokenExpiryMs } from './refusal.js';
 import type { Session } from './session.js';
 import type { SignalSession } from './signal-session.js';
 
@@ -185,19 +186,5 @@ export class SessionUpkeep {
         ),
       );
     this.#scheduleRenewal();
-  }
-}
-
-/** A JWT's `exp` (read without verifying) in ms since the epoch, or `undefined`. */
-export function tokenExpiryMs(token: string): number | undefined {
-  const payload = token.split('.')[1];
-  if (payload === undefined || payload === '') return undefined;
-  try {
-    const base64 = payload.replace(/-/g, '+').replace(/_/g, '/');
-    const exp = (JSON.parse(atob(base64 + '='.repeat((4 - (base64.length % 4)) % 4))) as { exp?: unknown })
-      .exp;
-    return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined;
-  } catch {
-    return undefined;
   }
 }
