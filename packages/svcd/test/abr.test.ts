@@ -165,12 +165,14 @@ describe('rate controller', () => {
     expect(videoConfigs(s.camera).some((m) => m.reason === 'abr-down')).toBe(true); // asked
     expect(s.camera.actions().filter((a) => a.event !== 'ignored')).toEqual([]); // and ignored
     expect(num(last, 'frames_dropped_backlog')).toBeGreaterThan(0);
-    const tail = result.timeline.filter((p) => p.at >= last.at - 8_000);
-    // Pictures keep coming: more than one a second in the last 8 s. Fewer come than before issue
-    // 16 (about 75 sent and 40 painted in 20 s, against 100 and 55 to 84): the robot's heartbeat
-    // lets BBR see the empty queue's round trip, so less waits in the network and more in the
-    // daemon, where admission drops it (ADR 0018, "Liveness is driven by the robot").
-    expect(tail.at(-1)!.painted - tail[0]!.painted).toBeGreaterThan(8);
+    // Pictures keep coming, in clumps: each backlog drop leaves deltas that refer to a frame the
+    // pilot never got, the deaf publisher never sends the recovery point, and Chromium shows only
+    // some of what follows (ADR 0018, "Liveness is driven by the robot"). Counted over the last
+    // 15 s, because 8 s windows swing with the clumps (8 to 23 painted; 18 to 30 in 15 s, with
+    // freezes of 1 to 7.5 s between clumps, none as long as the 10 s GOP).
+    const tail = result.timeline.filter((p) => p.at >= last.at - 15_000);
+    expect(tail.at(-1)!.painted - tail[0]!.painted).toBeGreaterThan(10);
+    expect(longestFreeze(result.paints, tail[0]!.at)).toBeLessThan(10_000);
     const backlog = tail.map((p) => num(p, 'queue_bytes') + num(p, 'transport_queue_bytes'));
     expect(Math.max(...backlog)).toBeLessThan(1024 * 1024);
   });
