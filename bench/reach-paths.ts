@@ -7,12 +7,17 @@
  *
  * The same robot serves both paths. (e) first: a session on the relay (no gateway answers NAT-PMP
  * yet) when the suite starts a NAT-PMP responder on the router, which the robot's next try finds;
- * the move to the direct path is timed from the mapping. Then the direct runs; then the responder
- * stops (the router forgets the mapping, so a direct try is refused at once) and the relayed runs.
- * Loss for (b) is an nftables rule on the router dropping 3 of every 60 UDP datagrams from the
- * robot's LAN (5 % in bursts of 3, the same pattern on either path), averaged over several runs
- * whose bursts fall at different places in the frames. For (d) the announced address swallows the
- * pilot's datagrams without a word, so the direct candidate hangs and the relay takes over.
+ * the move to the direct path is timed from the mapping. Then (a) and (b) watch in pairs: two pages
+ * of the same Chromium watch the same camera at the same time, one straight to the mapped port and
+ * one through the relay only (the SDK's `relay: 'only'`), so the pair shares the pictures, the
+ * machine's load and the display's paint opportunities and differs only in the path. (Watched one
+ * after the other, the p50s moved by more than the relay costs: a 30 fps camera and the 60 Hz
+ * display keep one phase for a whole watch, and the p50 of a watch depends on it; ADR 0021.)
+ * Loss for (b) is two nftables rules on the router, one per path (the relay's ports against the
+ * rest), each dropping 3 of every 60 of that path's UDP datagrams from the robot's LAN (5 % in
+ * bursts of 3, the same pattern on either path), averaged over several pairs whose bursts fall at
+ * different places in the frames. Last (d): the responder stops and the announced address swallows
+ * the pilot's datagrams without a word, so the direct candidate hangs and the relay takes over.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -40,10 +45,15 @@ const SOURCE = { width: 640, height: 360, fps: 30, gop: 60, bitrateKbps: 2500 };
 const SETTLE_MS = 5000;
 const WATCH_S = 25;
 const JOINS = 5;
-/** Lossy watches per path, averaged for (b). */
-const LOSSY_RUNS = 5;
-/** Calm watches per path: (a) is the median of their p50s. */
-const CALM_RUNS = 3;
+/** Lossy pairs of watches, averaged for (b). */
+const LOSSY_RUNS = 16;
+/** Calm pairs of watches: (a) is the median of their differences. */
+const CALM_RUNS = 8;
+/**
+ * svc-cloud's relay ports: below Linux's ephemeral range (32768 and up), where Chromium's sockets
+ * are, so a rule on the router can tell the robot's datagrams to the relay from those to the pilot.
+ */
+const RELAY_PORTS = '20000-20999';
 const JOIN_WATCH_S = 2;
 /** (e): the router starts mapping this long after the session started on the relay. */
 const OPEN_AFTER_MS = 4000;
@@ -52,7 +62,11 @@ const TABLE = 'svcbench';
 
 /** Runs the path figures and reports them. */
 export async function measurePathFigures(report: (r: BenchResult) => void): Promise<void> {
-  const fleet = await startNetnsFleet({ nat: 'masquerade', chromium: false });
+  const fleet = await startNetnsFleet({
+    nat: 'masquerade',
+    chromium: false,
+    cloudEnv: { SVC_RELAY_PORTS: RELAY_PORTS },
+  });
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
     const topology = fleet.topology;
@@ -81,7 +95,10 @@ export async function measurePathFigures(report: (r: BenchResult) => void): Prom
     cleanups.push(() => routerTable(fleet, 'delete'));
 
     let watched = 0;
-    const watch = async (seconds: number, during?: () => Promise<void>): Promise<GlassSample> => {
+    const watch = async (
+      seconds: number,
+      options: { during?: () => Promise<void>; relay?: boolean | 'only' } = {},
+    ): Promise<GlassSample> => {
       const run = chromium.run<GlassSample>({
         entry: page,
         exportName: 'measureGlass',
@@ -91,36 +108,48 @@ export async function measurePathFigures(report: (r: BenchResult) => void): Prom
             robotId: robot.robotId,
             token: await robot.token('observe'),
             seconds,
+            ...(options.relay !== undefined && { relay: options.relay }),
           },
         ],
         timeoutMs: (seconds + 60) * 1000,
         // Chromium reports each candidate it cannot reach (the robot's LAN address) as an error.
         allowConsoleErrors: true,
       });
-      await during?.();
+      await options.during?.();
       const sample = await run;
       await dump(`watch-${++watched}`, sample);
       return sample;
     };
 
-    const lossy = `iifname "${topology.interfaces.router.lan}" meta l4proto udp numgen inc mod 60 < 3 drop`;
+    /** Two pages at once, one on each path. */
+    const pair = async (): Promise<Pair> => {
+      const [direct, relayed] = await Promise.all([
+        watch(WATCH_S, { relay: false }),
+        watch(WATCH_S, { relay: 'only' }),
+      ]);
+      expectPath(direct, 'direct');
+      expectPath(relayed, 'relay');
+      return { direct, relayed };
+    };
 
     // (e): a session starts on the relay (nothing maps the robot's port yet; its only candidate,
     // its LAN address, is unreachable); then the router starts answering NAT-PMP: the robot maps
     // its port and announces it, svc-cloud passes it on, the pilot reaches it and moves there.
     let mappedAt = Number.NaN;
     let responder: NatPmpResponder | undefined;
-    const switching = await watch(SWITCH_WATCH_S, async () => {
-      await sleep(OPEN_AFTER_MS);
-      responder = await startNatPmpResponder({
-        spawn: (command, args) => topology.spawn('router', command, [...args]),
-        lanAddress: v4.routerLan,
-        wanAddress: v4.routerWan,
-        wanInterface: topology.interfaces.router.wan,
-      });
-      cleanups.push(() => responder!.stop());
-      await responder.waitFor((e) => e.event === 'mapped', 30_000);
-      mappedAt = Date.now();
+    const switching = await watch(SWITCH_WATCH_S, {
+      during: async () => {
+        await sleep(OPEN_AFTER_MS);
+        responder = await startNatPmpResponder({
+          spawn: (command, args) => topology.spawn('router', command, [...args]),
+          lanAddress: v4.routerLan,
+          wanAddress: v4.routerWan,
+          wanInterface: topology.interfaces.router.wan,
+        });
+        cleanups.push(() => responder!.stop());
+        await responder.waitFor((e) => e.event === 'mapped', 30_000);
+        mappedAt = Date.now();
+      },
     });
     expectPath(switching, 'direct');
     const switches =
@@ -131,32 +160,25 @@ export async function measurePathFigures(report: (r: BenchResult) => void): Prom
       ).pathSwitches ?? [];
     const move = switches.find((x) => x.from === 'relay' && x.to === 'direct');
 
-    // Direct: the mapping stays; new sessions reach the robot straight.
+    // The mapping stays: a page that may not use the relay reaches the robot straight.
     await whenMapped(fleet, robot);
-    const directCalms: GlassSample[] = [];
-    for (let i = 0; i < CALM_RUNS; i++) directCalms.push(await watch(WATCH_S));
-    for (const sample of directCalms) expectPath(sample, 'direct');
-    const directLossy: GlassSample[] = [];
-    const directLossRule = await addRule(fleet, 'forward', lossy);
-    for (let i = 0; i < LOSSY_RUNS; i++) directLossy.push(await watch(WATCH_S));
-    await deleteRule(fleet, 'forward', directLossRule);
-    for (const sample of directLossy) expectPath(sample, 'direct');
+    const calms: Pair[] = [];
+    for (let i = 0; i < CALM_RUNS; i++) calms.push(await pair());
+    const lan = topology.interfaces.router.lan;
+    const lossRules = [
+      await addRule(fleet, 'forward', `iifname "${lan}" udp dport ${RELAY_PORTS} numgen inc mod 60 < 3 drop`),
+      await addRule(
+        fleet,
+        'forward',
+        `iifname "${lan}" udp dport != ${RELAY_PORTS} numgen inc mod 60 < 3 drop`,
+      ),
+    ];
+    const lossies: Pair[] = [];
+    for (let i = 0; i < LOSSY_RUNS; i++) lossies.push(await pair());
+    for (const rule of lossRules) await deleteRule(fleet, 'forward', rule);
 
-    // Relayed: the router forgets the mapping (its forwarding goes; the robot still announces the
-    // address until its next renewal), so a direct try is refused at once (ICMP) and the relay
-    // carries the session, as for a robot whose port no gateway maps.
+    // The router forgets the mapping (its forwarding goes), for (d).
     await responder?.stop();
-    const relayedCalms: GlassSample[] = [];
-    for (let i = 0; i < CALM_RUNS; i++) relayedCalms.push(await watch(WATCH_S));
-    for (const sample of relayedCalms) expectPath(sample, 'relay');
-    const relayedLossy: GlassSample[] = [];
-    const relayedLossRule = await addRule(fleet, 'forward', lossy);
-    for (let i = 0; i < LOSSY_RUNS; i++) relayedLossy.push(await watch(WATCH_S));
-    await deleteRule(fleet, 'forward', relayedLossRule);
-    for (const sample of relayedLossy) expectPath(sample, 'relay');
-    const relayedCalm = relayedCalms[0]!;
-    const directCalm = directCalms[0]!;
-
     // (d): the announced address swallows datagrams without a word (a NAT or a firewall the pilot
     // cannot get through): the direct candidate hangs, the relay takes over after its head start.
     const quicPort = robot.files.quicPort;
@@ -175,59 +197,103 @@ export async function measurePathFigures(report: (r: BenchResult) => void): Prom
     // Every picture's capture time comes back when the camera stops.
     await source.stop();
 
-    const glassOf = (sample: GlassSample) =>
-      sample.paints
-        .filter((p) => p[4] >= SETTLE_MS)
-        .map((p) => p[1])
-        .sort((a, b) => a - b);
-    const p50s = (samples: readonly GlassSample[]) => samples.map((x) => percentile(glassOf(x), 0.5));
-    const median = (values: readonly number[]) =>
+    const settled = (sample: GlassSample) => sample.paints.filter((p) => p[4] >= SETTLE_MS);
+    /** The p50 of one field of the settled pictures of several watches together. */
+    const pooledP50 = (samples: readonly GlassSample[], field: 1 | 6) =>
       percentile(
-        [...values].sort((a, b) => a - b),
+        samples.flatMap((x) => settled(x).map((p) => p[field])).sort((a, b) => a - b),
         0.5,
       );
-    const relayedP50s = p50s(relayedCalms);
-    const directP50s = p50s(directCalms);
-    const relayedP50 = median(relayedP50s);
-    const directP50 = median(directP50s);
+    const relayedCalms = calms.map((x) => x.relayed);
+    const directCalms = calms.map((x) => x.direct);
+    const relayedP50 = pooledP50(relayedCalms, 1);
+    const directP50 = pooledP50(directCalms, 1);
+    // A watch's glass times gather in two modes a paint interval apart (a picture goes out at the
+    // first paint opportunity after it was decoded, or at the one after), and its p50 falls in
+    // whichever holds more than half: a pair's two p50s can differ by a paint interval with the
+    // same path under both. The median of the pairs' differences is not moved by such flips.
+    const pairDifferences = calms.map((x) => pooledP50([x.relayed], 1) - pooledP50([x.direct], 1));
+    const mean = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+    const glassMean = (samples: readonly GlassSample[]) =>
+      mean(samples.flatMap((x) => settled(x).map((p) => p[1])));
     const common = {
       source: SOURCE,
       settleMs: SETTLE_MS,
       watchS: WATCH_S,
       topology: 'robot behind a NAT router (nftables masquerade), svc-cloud and Chromium on the other side',
+      how: 'pairs of watches at once in two pages of one Chromium, one direct, one through the relay only',
     };
+    const painted = (samples: readonly GlassSample[]) => samples.map((x) => settled(x).length);
     report({
       name: '(a) capture → glass p50, relayed',
       value: relayedP50,
       unit: 'ms',
       better: 'lower',
-      params: { ...common, runs: CALM_RUNS, p50s: relayedP50s, painted: relayedCalm.paints.length },
+      params: {
+        ...common,
+        pairs: CALM_RUNS,
+        p50s: relayedCalms.map((x) => pooledP50([x], 1)),
+        painted: painted(relayedCalms),
+      },
     });
     report({
       name: '(a) capture → glass p50, direct',
       value: directP50,
       unit: 'ms',
       better: 'lower',
-      params: { ...common, runs: CALM_RUNS, p50s: directP50s, painted: directCalm.paints.length },
+      params: {
+        ...common,
+        pairs: CALM_RUNS,
+        p50s: directCalms.map((x) => pooledP50([x], 1)),
+        painted: painted(directCalms),
+      },
     });
     report({
-      name: '(a) relayed − direct, capture → glass p50',
-      value: relayedP50 - directP50,
+      name: '(a) relayed − direct, capture → glass p50 (median of the pairs)',
+      value: percentile(
+        [...pairDifferences].sort((a, b) => a - b),
+        0.5,
+      ),
       unit: 'ms',
       better: 'lower',
-      params: common,
+      params: {
+        ...common,
+        pairDifferences,
+        pooledP50Difference: relayedP50 - directP50,
+        meanDifference: glassMean(relayedCalms) - glassMean(directCalms),
+      },
     });
-    const relayedShare = meanShare(relayedLossy.map((x) => paintedShare(x, source.captured)));
-    const directShare = meanShare(directLossy.map((x) => paintedShare(x, source.captured)));
+    // The path's own part, which the display's paint opportunities do not round.
+    report({
+      name: '(a) relayed − direct, capture → frame whole at the pilot p50',
+      value: pooledP50(relayedCalms, 6) - pooledP50(directCalms, 6),
+      unit: 'ms',
+      better: 'lower',
+      params: { ...common, relayed: pooledP50(relayedCalms, 6), direct: pooledP50(directCalms, 6) },
+    });
+    const relayedShare = meanShare(lossies.map((x) => paintedShare(x.relayed, source.captured)));
+    const directShare = meanShare(lossies.map((x) => paintedShare(x.direct, source.captured)));
     const calm = {
-      relayedCalmPercent: paintedShare(relayedCalm, source.captured).percent,
-      directCalmPercent: paintedShare(directCalm, source.captured).percent,
+      relayedCalmPercent: meanShare(relayedCalms.map((x) => paintedShare(x, source.captured))).percent,
+      directCalmPercent: meanShare(directCalms.map((x) => paintedShare(x, source.captured))).percent,
     };
+    // The spread of the pairs' differences: a lost frame that cannot be repaired costs the frames
+    // after it until the next keyframe, so a watch's share turns on a few such losses.
+    const differences = lossies.map(
+      (x) =>
+        paintedShare(x.direct, source.captured).percent - paintedShare(x.relayed, source.captured).percent,
+    );
+    const meanDifference = differences.reduce((a, b) => a + b, 0) / differences.length;
+    const standardError = Math.sqrt(
+      differences.reduce((a, b) => a + (b - meanDifference) ** 2, 0) /
+        (differences.length - 1) /
+        differences.length,
+    );
     const lossParams = {
       ...common,
       ...calm,
-      runs: LOSSY_RUNS,
-      loss: '3 of every 60 UDP datagrams from the robot’s LAN dropped at the router (5 %, bursts of 3); the mean of the runs',
+      pairs: LOSSY_RUNS,
+      loss: '3 of every 60 UDP datagrams of each path from the robot’s LAN dropped at the router (5 %, bursts of 3); the mean of the pairs',
     };
     report({
       name: '(b) frames painted under 5 % loss in bursts of 3, relayed',
@@ -248,7 +314,7 @@ export async function measurePathFigures(report: (r: BenchResult) => void): Prom
       value: directShare.percent - relayedShare.percent,
       unit: 'percentage points',
       better: 'lower',
-      params: lossParams,
+      params: { ...lossParams, pairDifferences: differences, standardError, relayDrops: relayDrops(fleet) },
     });
     const sortedBlocked = [...blocked].sort((a, b) => a - b);
     report({
@@ -287,6 +353,32 @@ export async function measurePathFigures(report: (r: BenchResult) => void): Prom
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
     await fleet.stop();
   }
+}
+
+/**
+ * What the relay's sessions dropped, from svc-cloud's `relay: closed` lines: datagrams over the
+ * session's rate, and strangers' datagrams.
+ */
+function relayDrops(fleet: NetnsFleet): { sessions: number; overRate: number; strangers: number } {
+  const drops = { sessions: 0, overRate: 0, strangers: 0 };
+  for (const line of fleet.cloud.log().split('\n')) {
+    if (!line.includes('relay: closed')) continue;
+    try {
+      const entry = JSON.parse(line) as { overRate?: number; strangers?: number };
+      drops.sessions++;
+      drops.overRate += entry.overRate ?? 0;
+      drops.strangers += entry.strangers ?? 0;
+    } catch {
+      // Not a JSON line.
+    }
+  }
+  return drops;
+}
+
+/** Two watches at once: the same pictures, one page on each path. */
+interface Pair {
+  readonly direct: GlassSample;
+  readonly relayed: GlassSample;
 }
 
 function expectPath(sample: GlassSample, expected: string): void {

@@ -18,6 +18,8 @@ export interface GlassParams {
   readonly viaUrls?: readonly string[];
   /** Tuning of the adaptive hold other than the SDK's defaults (for trying other settings). */
   readonly jitter?: JitterTuning;
+  /** The SDK's `relay` option (`'only'`: through svc-cloud's relay, `false`: never through it). */
+  readonly relay?: boolean | 'only';
 }
 
 /** One painted picture. */
@@ -83,6 +85,7 @@ export async function measureGlass(params: GlassParams): Promise<GlassSample> {
     container: area,
     reconnect: false,
     ...(params.jitter !== undefined && { jitter: params.jitter }),
+    ...(params.relay !== undefined && { relay: params.relay }),
     onFrame: (_channel, frame) => {
       frames.push([frame.frameId, epochMs() - started]);
     },

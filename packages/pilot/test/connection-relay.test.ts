@@ -25,7 +25,7 @@ const RELAY_OFFER = {
   relay_grant: { host: '198.18.0.1', token: 'svr1.grant.mac', expires_in_ms: 60_000 },
 } as const satisfies SignalServerMessage;
 
-function setup(token: string | (() => Promise<string>) = 'tok') {
+function setup(token: string | (() => Promise<string>) = 'tok', relay?: boolean | 'only') {
   const clock = new FakeClock(1000, Date.UTC(2026, 0, 1));
   const { sockets, WebSocketImpl } = fakeSignalSockets();
   const { made, create } = fakeTransports();
@@ -42,12 +42,27 @@ function setup(token: string | (() => Promise<string>) = 'tok') {
     openSignalling: (options) => new SignalSession({ ...options, WebSocketImpl }),
     closeOnPageHide: false,
     onSensor: () => undefined,
+    ...(relay !== undefined && { relay }),
   });
+  const states: [string, string | undefined][] = [];
   connection.on('path', (path) => paths.push(path));
-  return { clock, connection, sockets, made, paths, socket: () => sockets.at(-1)! };
+  connection.on('state', (state, detail) => states.push([state, detail]));
+  return { clock, connection, sockets, made, paths, states, socket: () => sockets.at(-1)! };
 }
 
 type Setup = ReturnType<typeof setup>;
+
+/** svc-cloud answers the pilot's `relay-allocate` with port 40001. */
+async function relayAllocated(t: Setup) {
+  t.socket().receive({
+    type: 'relay-allocated',
+    session_id: 'sess-1',
+    host: '198.18.0.1',
+    port: 40001,
+    expires_in_ms: 60_000,
+  });
+  await settle();
+}
 
 /** Offer with a relay grant; the direct candidate stays silent, the relay answers; welcome. */
 async function onTheRelay(t: Setup) {
@@ -61,14 +76,7 @@ async function onTheRelay(t: Setup) {
     session_id: 'sess-1',
     token: 'svr1.grant.mac',
   });
-  t.socket().receive({
-    type: 'relay-allocated',
-    session_id: 'sess-1',
-    host: '198.18.0.1',
-    port: 40001,
-    expires_in_ms: 60_000,
-  });
-  await settle();
+  await relayAllocated(t);
   t.clock.advance(200);
   await settle();
   const relay = t.made.find((x) => x.url === 'https://198.18.0.1:40001/')!;
@@ -83,6 +91,53 @@ async function onTheRelay(t: Setup) {
 }
 
 describe('PilotConnection through the relay', () => {
+  it("with relay: 'only' dials the relay at once, never the robot's own addresses, and stays on the relay when one is announced", async () => {
+    const t = setup('tok', 'only');
+    t.connection.connect();
+    await settle();
+    t.socket().authenticate('drive');
+    t.socket().receive(RELAY_OFFER);
+    await settle();
+    await relayAllocated(t);
+    // No head start to wait out: the relay is the only entrant.
+    expect(t.made.map((x) => x.url)).toEqual(['https://198.18.0.1:40001/']);
+    const relay = t.made[0]!;
+    relay.answer();
+    await settle();
+    relay.say({ ...WELCOME, session_id: 'sess-1', role: 'driver' });
+    await settle();
+    expect(t.connection.path).toBe('relay');
+    t.socket().receive({
+      type: 'candidates',
+      robot_id: 'r1',
+      candidates: [{ address: '198.18.1.2', port: 4433, family: 'ipv4', kind: 'mapped' }],
+      cert_hashes: [HASH],
+    });
+    await settle();
+    t.clock.advance(10_000);
+    await settle();
+    expect(t.made.map((x) => x.url)).toEqual(['https://198.18.0.1:40001/']);
+    expect(t.connection.path).toBe('relay');
+    expect(t.paths).toEqual([]);
+  });
+
+  it("with relay: 'only' says why when the robot does not allow the relay, and dials nothing", async () => {
+    const t = setup('tok', 'only');
+    t.connection.connect();
+    await settle();
+    t.socket().authenticate('drive');
+    const { relay_grant: _grant, ...direct } = RELAY_OFFER;
+    t.socket().receive({ ...direct, relay: false });
+    await settle();
+    expect(t.made).toEqual([]);
+    expect(t.states.at(-1)).toEqual([
+      'reconnecting',
+      expect.stringContaining(
+        "does not allow the cloud relay (relay = false in its [agent] configuration), and this pilot uses the relay only (relay: 'only')",
+      ),
+    ]);
+  });
+
   it('moves to a direct address the robot announces mid-session, and the session carries on', async () => {
     const t = setup();
     const relay = await onTheRelay(t);

@@ -49,6 +49,8 @@ export interface NetnsRobotOptions {
 export interface NetnsFleetOptions extends TopologyOptions {
   /** `false`: launch no Chromium (the caller brings its own browser). */
   readonly chromium?: false;
+  /** svc-cloud's environment besides the fleet's own (e.g. `SVC_RELAY_PORTS`). */
+  readonly cloudEnv?: Readonly<Record<string, string>>;
 }
 
 /** The network, the cloud, alice, Chromium. */
@@ -71,7 +73,7 @@ export interface NetnsFleet {
 
 /** Builds the topology and starts everything but robots. */
 export async function startNetnsFleet(options: NetnsFleetOptions = {}): Promise<NetnsFleet> {
-  const { chromium: withChromium, ...topologyOptions } = options;
+  const { chromium: withChromium, cloudEnv, ...topologyOptions } = options;
   const topology = (await createTopology(topologyOptions)) as Topology;
   const stops: (() => Promise<unknown>)[] = [() => topology.close()];
   const stop = async () => {
@@ -86,7 +88,7 @@ export async function startNetnsFleet(options: NetnsFleetOptions = {}): Promise<
     const cloud = await startCloudProcess({
       prefix: inInternet,
       host: v4 === undefined ? '::' : '0.0.0.0',
-      env: { SVC_RELAY_HOST: cloudHost },
+      env: { SVC_RELAY_HOST: cloudHost, ...cloudEnv },
     });
     stops.push(() => cloud.stop());
     const fromTest = await startTcpForwarder({ targetHost: cloudHost, targetPort: cloud.port });

@@ -627,7 +627,8 @@ export class PilotConnection {
     this.#transition({ kind: 'dialing', attempt, address, race });
     const relay = this.#relayEntrant(attempt);
     const raced = await raceCandidates({
-      address,
+      // `relay: 'only'`: the robot's own addresses are never dialled.
+      address: this.#relayOnly ? { ...address, urls: [] } : address,
       staggerMs: this.#options.candidateStaggerMs ?? CANDIDATE_STAGGER_MS,
       clock: this.#clock,
       createTransport: this.#createTransport,
@@ -673,7 +674,13 @@ export class PilotConnection {
       return undefined;
     const url = signalling.allocateRelay().then((port) => port.url);
     url.catch(() => undefined);
-    return { url, headStartMs: this.#options.relayHeadStartMs ?? RELAY_HEAD_START_MS };
+    const headStartMs = this.#relayOnly ? 0 : (this.#options.relayHeadStartMs ?? RELAY_HEAD_START_MS);
+    return { url, headStartMs };
+  }
+
+  /** The pilot asked for the relay and nothing else (`relay: 'only'`). */
+  get #relayOnly(): boolean {
+    return this.#options.relay === 'only';
   }
 
   /**
@@ -696,6 +703,12 @@ export class PilotConnection {
     if (!this.#holds(attempt, 'offering')) return this.#ignoreLate('an offer arrived');
     this.#offer = offer;
     this.#events.safeEmit('offer', offer);
+    if (this.#relayOnly && !offer.relay) {
+      this.#drop(
+        `robot ${offer.robotId} does not allow the cloud relay (relay = false in its [agent] configuration), and this pilot uses the relay only (relay: 'only')`,
+      );
+      return undefined;
+    }
     if (offer.urls.length > 0 || offer.relay) return offer;
     this.#drop(
       `robot ${offer.robotId} announced no address it can be reached at, and does not allow the cloud relay (relay = false)`,
@@ -725,7 +738,7 @@ export class PilotConnection {
       if (current()) this.#events.safeEmit('control-error', message);
     });
     signalling.on('candidates', ({ urls, certificateHashes }) => {
-      if (current()) this.#upkeep?.directAddresses(urls, certificateHashes);
+      if (current() && !this.#relayOnly) this.#upkeep?.directAddresses(urls, certificateHashes);
     });
   }
 
@@ -979,7 +992,7 @@ export class PilotConnection {
       logger: this.#logger,
       createTransport: this.#createTransport,
       direct:
-        offer === undefined
+        offer === undefined || this.#relayOnly
           ? { urls: [], certificateHashes: [] }
           : { urls: offer.urls, certificateHashes: offer.certificateHashes, sessionId: offer.sessionId },
       sessionId: offer?.sessionId ?? session.id,

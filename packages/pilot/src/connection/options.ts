@@ -190,8 +190,14 @@ export type PilotConnectOptions = RobotAddressSource &
      * {@link RELAY_HEAD_START_MS}). The relay is used only when the offer allows it.
      */
     readonly relayHeadStartMs?: number;
-    /** `false`: never use the cloud relay, even when the robot allows it (default: use it as the last resort). */
-    readonly relay?: boolean;
+    /**
+     * The cloud relay: `true` (the default) as the last resort, after the direct candidates' head
+     * start; `false` never, even when the robot allows it; `'only'` always, never dialling the
+     * robot's own addresses nor moving to them mid-session, so the robot's network never learns
+     * the pilot's address (WebRTC's `iceTransportPolicy: 'relay'`). With `'only'` a robot that
+     * does not allow the relay cannot be reached.
+     */
+    readonly relay?: boolean | 'only';
     /**
      * On `pagehide` (the tab closes, reloads or navigates away), tell the robot `bye` with reason
      * `page closed` and close the transport at once, so the robot ends the session (and parks
