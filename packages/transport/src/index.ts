@@ -20,4 +20,12 @@ export {
   type SendQueueStats,
 } from './send-queue.js';
 export type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from './session.js';
+export {
+  answerWebRtc,
+  type WebRtcAnswer,
+  type WebRtcAnswerOptions,
+  type WebRtcIceServer,
+} from './webrtc/answer.js';
+export { MAX_DATAGRAM_BYTES as WEBRTC_MAX_DATAGRAM_BYTES } from './webrtc/channels.js';
+export { WebRtcSession } from './webrtc/session.js';
 export { WebTransportServer, type WebTransportServerOptions } from './webtransport/server.js';
