@@ -116,6 +116,20 @@ export interface CloudConfig {
     readonly bindHost: string;
     readonly ports?: { readonly min: number; readonly max: number };
   };
+  /**
+   * STUN and TURN servers for WebRTC sessions: `SVC_STUN_URLS` (comma-separated `stun:host:port`),
+   * `SVC_TURN_URLS` (comma-separated `turn:host:port?transport=udp|tcp` and `turns:host:port`)
+   * with `SVC_TURN_SECRET` (coturn's `static-auth-secret`, at least 16 characters) and
+   * `SVC_TURN_TTL_SECONDS` (how long minted credentials last, default 3600).
+   */
+  readonly ice: {
+    readonly stunUrls: readonly string[];
+    readonly turn?: {
+      readonly urls: readonly string[];
+      readonly secret: string;
+      readonly ttlSeconds: number;
+    };
+  };
 }
 
 /** Defaults, in one place. */
@@ -412,6 +426,7 @@ export function loadCloudConfig(env: Env): CloudConfig {
       1,
       24 * 90,
     ),
+    ice: iceConfig(get, integer, issues),
     ...(relayOn
       ? {
           relay: {
@@ -424,4 +439,55 @@ export function loadCloudConfig(env: Env): CloudConfig {
   };
   if (issues.length > 0) throw new CloudConfigError(issues);
   return Object.freeze(config);
+}
+
+const ICE_URL = {
+  stun: /^stuns?:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):\d{1,5}$/,
+  turn: /^(?:turn:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):\d{1,5}(?:\?transport=(?:udp|tcp))?|turns:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):\d{1,5})$/,
+};
+
+/** `SVC_STUN_URLS`, `SVC_TURN_URLS`, `SVC_TURN_SECRET`, `SVC_TURN_TTL_SECONDS`; problems go to `issues`. */
+function iceConfig(
+  get: (name: string) => string | undefined,
+  integer: (name: string, fallback: number, min: number, max: number) => number,
+  issues: ConfigIssue[],
+): CloudConfig['ice'] {
+  const list = (name: string, kind: 'stun' | 'turn', example: string): string[] => {
+    const urls = (get(name) ?? '')
+      .split(',')
+      .map((u) => u.trim())
+      .filter((u) => u !== '');
+    for (const u of urls) {
+      if (!ICE_URL[kind].test(u))
+        issues.push({ variable: name, message: `"${u}" is not a URL like ${example}` });
+    }
+    return urls;
+  };
+  const stunUrls = list('SVC_STUN_URLS', 'stun', 'stun:stun.example.com:3478');
+  const turnUrls = list(
+    'SVC_TURN_URLS',
+    'turn',
+    'turn:turn.example.com:3478?transport=udp or turns:turn.example.com:443',
+  );
+  const secret = get('SVC_TURN_SECRET');
+  const ttlSeconds = integer('SVC_TURN_TTL_SECONDS', 3600, 60, 86_400);
+  if (turnUrls.length > 0 && (secret === undefined || secret.length < 16)) {
+    issues.push({
+      variable: 'SVC_TURN_SECRET',
+      message:
+        secret === undefined
+          ? "is needed with SVC_TURN_URLS: the TURN server's static-auth-secret, which svc-cloud mints credentials with"
+          : 'is shorter than 16 characters',
+    });
+  }
+  if (turnUrls.length === 0 && secret !== undefined) {
+    issues.push({
+      variable: 'SVC_TURN_SECRET',
+      message: 'is set but SVC_TURN_URLS is not: name the TURN servers',
+    });
+  }
+  return {
+    stunUrls,
+    ...(turnUrls.length > 0 && secret !== undefined ? { turn: { urls: turnUrls, secret, ttlSeconds } } : {}),
+  };
 }

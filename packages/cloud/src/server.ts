@@ -127,6 +127,7 @@ export async function startCloud(env: Readonly<Record<string, string | undefined
     verifySessionToken: (token) => sessionKeys.verify(token),
     devOpenEnrolment: config.devOpenEnrolment,
     logger: log,
+    ice: config.ice,
     ...(config.relay === undefined
       ? {}
       : { relay: { ...config.relay, bindHost: relayBindHost(config.relay) } }),

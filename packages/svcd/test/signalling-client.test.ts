@@ -253,6 +253,21 @@ describe('SignallingClient against a signalling server', () => {
     });
   });
 
+  it("answers a pilot's WebRTC offer with rtc-failed, since it announces no webrtc backend", async () => {
+    const h = await online();
+    h.connection.send({
+      type: 'rtc-session',
+      session_id: 's-rtc',
+      sdp: 'v=0',
+      ice_servers: [{ url: 'stun:stun.example.net:3478' }],
+    });
+    expect(await h.connection.messages.next((m) => m.type === 'rtc-failed')).toEqual({
+      type: 'rtc-failed',
+      session_id: 's-rtc',
+      message: 'this robot does not serve sessions on WebRTC; connect with WebTransport',
+    });
+  });
+
   it('logs the enrolment remedy for an unknown robot and retries only every 5 minutes', async () => {
     const credential = testCredential();
     const robots = new Map<string, string>();

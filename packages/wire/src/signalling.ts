@@ -90,6 +90,34 @@ const requestId = z.string().min(1).max(128);
 
 /** How a session's packets travel: straight between pilot and robot, or through svc-cloud's relay. */
 const sessionPath = z.enum(['direct', 'relay']);
+
+/** The transports a robot serves sessions on (`docs/protocol/webrtc.md`). */
+export const SESSION_BACKENDS = ['quic', 'webrtc'] as const;
+/** A transport a robot serves sessions on. */
+export type SessionBackend = (typeof SESSION_BACKENDS)[number];
+const backends = z.array(z.enum(SESSION_BACKENDS)).min(1).max(SESSION_BACKENDS.length);
+/** An SDP offer or answer of a WebRTC session (data channels only: a few kilobytes). */
+const sdp = z
+  .string()
+  .min(1)
+  .max(16 * 1024);
+/** One trickled ICE candidate, as `RTCIceCandidate` gives it (`candidate`, `sdpMid`). */
+const rtcCandidate = {
+  candidate: z.string().min(1).max(1024),
+  mid: z.string().max(64),
+};
+/** A STUN or TURN server for a WebRTC session: `RTCIceServer`'s shape, one URL each. */
+const iceServer = z
+  .object({
+    url: z
+      .string()
+      .regex(/^(stuns?|turns?):[^\s]{1,250}$/, { error: 'a stun:, stuns:, turn: or turns: URL' }),
+    username: z.string().max(256).optional(),
+    credential: z.string().max(256).optional(),
+  })
+  .strict();
+/** Why svc-cloud or the robot gave up on a WebRTC session. */
+export const RTC_REFUSALS = ['not-allowed', 'robot-failed', 'gone'] as const;
 /** How a session's packets travel (`direct` or `relay`). */
 export type SessionPath = z.infer<typeof sessionPath>;
 
@@ -171,6 +199,8 @@ const clientOthers = [
        * the driver's session ends (absent: 0, from robots before it).
        */
       driver_grace_ms: z.number().int().min(0).max(600_000).optional(),
+      /** The transports the robot serves sessions on (absent, from robots before WebRTC: `quic`). */
+      backends: backends.optional(),
     })
     .strict(),
   z.object({ type: z.literal('heartbeat'), t: z.number().optional() }).strict(),
@@ -212,6 +242,14 @@ const clientOthers = [
    * the same robot and person. The relay allocation (if any) lives on until the new expiry.
    */
   z.object({ type: z.literal('renew'), session_id: sessionId, token: z.string().min(1).max(8192) }).strict(),
+  /** A pilot's SDP offer for one of its sessions, to run it on WebRTC (`docs/protocol/webrtc.md`). */
+  z.object({ type: z.literal('rtc-offer'), session_id: sessionId, sdp }).strict(),
+  /** The robot's SDP answer; svc-cloud passes it to the session's pilot. */
+  z.object({ type: z.literal('rtc-answer'), session_id: sessionId, sdp }).strict(),
+  /** A local ICE candidate of either side, for the other (svc-cloud passes it on). */
+  z.object({ type: z.literal('rtc-candidate'), session_id: sessionId, ...rtcCandidate }).strict(),
+  /** The robot cannot serve the pilot's offer (it has no WebRTC, or the offer is unusable). */
+  z.object({ type: z.literal('rtc-failed'), session_id: sessionId, message: z.string().max(512) }).strict(),
 ] as const;
 
 /** Messages a robot or pilot sends. */
@@ -300,6 +338,35 @@ const serverMessages = z.discriminatedUnion('type', [
         .object({ host: relayHost, token: relayToken, expires_in_ms: z.number().int().min(0) })
         .strict()
         .optional(),
+      /** The transports the robot serves sessions on (absent: `quic` only). */
+      backends: backends.optional(),
+      /** STUN and TURN servers for a WebRTC session, TURN with credentials for this session only. */
+      ice_servers: z.array(iceServer).max(8).optional(),
+    })
+    .strict(),
+  /**
+   * To the robot: a pilot's offer to run `session_id` on WebRTC, with the STUN and TURN servers
+   * the robot's side uses (TURN credentials for this session only).
+   */
+  z
+    .object({
+      type: z.literal('rtc-session'),
+      session_id: sessionId,
+      sdp,
+      ice_servers: z.array(iceServer).max(8),
+    })
+    .strict(),
+  /** To the pilot: the robot's SDP answer. */
+  z.object({ type: z.literal('rtc-answer'), session_id: sessionId, sdp }).strict(),
+  /** To either side: the other's ICE candidate. */
+  z.object({ type: z.literal('rtc-candidate'), session_id: sessionId, ...rtcCandidate }).strict(),
+  /** To the pilot: the WebRTC session cannot be set up; `message` says why. */
+  z
+    .object({
+      type: z.literal('rtc-refused'),
+      session_id: sessionId,
+      code: z.enum(RTC_REFUSALS),
+      message: z.string().max(512),
     })
     .strict(),
   /** The pilot's relay port for a session: WebTransport to `https://<host>:<port>/` pinning the robot's hashes. */
@@ -463,6 +530,10 @@ const SERVER_TYPES = new Set([
   'relay-allocated',
   'relay-refused',
   'relay-open',
+  'rtc-session',
+  'rtc-answer',
+  'rtc-candidate',
+  'rtc-refused',
   'renewed',
   'renew-refused',
   'candidates',

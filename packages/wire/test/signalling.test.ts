@@ -7,6 +7,7 @@ import {
   parseSignalServerMessage,
   robotChallengePayload,
   type SignalClientMessage,
+  type SignalServerMessage,
   WireError,
 } from '../src/index.js';
 
@@ -143,6 +144,43 @@ describe('signalling v2 messages', () => {
     expect(parseSignalServerMessage(JSON.stringify({ ...messages[0]!, user: { id: 'u' } }))).toBeInstanceOf(
       WireError,
     );
+  });
+
+  it('parses the WebRTC messages and refuses oversized SDP, long candidates and servers that are not STUN or TURN', () => {
+    const sdp = 'v=0\r\nm=application 9 UDP/DTLS/SCTP webrtc-datachannel\r\n';
+    const rtc = [
+      { type: 'rtc-offer', session_id: 's1', sdp },
+      { type: 'rtc-answer', session_id: 's1', sdp },
+      {
+        type: 'rtc-candidate',
+        session_id: 's1',
+        candidate: 'candidate:1 1 UDP 1 192.0.2.7 5000 typ host',
+        mid: '0',
+      },
+      { type: 'rtc-failed', session_id: 's1', message: 'no data channel section' },
+    ];
+    for (const message of rtc) expect(client(JSON.stringify(message))).toEqual(message);
+    const tooLong = parseSignalClientMessage(
+      JSON.stringify({ type: 'rtc-offer', session_id: 's1', sdp: 'x'.repeat(16 * 1024 + 1) }),
+    );
+    expect((tooLong as WireError).message).toContain('sdp');
+    const longCandidate = parseSignalClientMessage(
+      JSON.stringify({ type: 'rtc-candidate', session_id: 's1', candidate: 'c'.repeat(1025), mid: '0' }),
+    );
+    expect((longCandidate as WireError).message).toContain('candidate');
+    const session = {
+      type: 'rtc-session',
+      session_id: 's1',
+      sdp,
+      ice_servers: [{ url: 'turns:turn.example.net:443', username: '1:robot.s1', credential: 'c2VjcmV0' }],
+    } satisfies SignalServerMessage;
+    expect(parseSignalServerMessage(encodeSignalMessage(session))).toEqual(session);
+    expect(() =>
+      encodeSignalMessage({ ...session, ice_servers: [{ url: 'https://turn.example.net' }] }),
+    ).toThrow(/ice_servers\.0\.url: a stun:, stuns:, turn: or turns: URL/);
+    expect(() =>
+      encodeSignalMessage({ type: 'rtc-refused', session_id: 's1', code: 'nope' as 'gone', message: '' }),
+    ).toThrow(/code/);
   });
 
   it('signs a domain-separated payload that binds the nonce and the robot id', () => {

@@ -3,6 +3,7 @@ import type { RelayServer } from '../relay/index.js';
 import type { LastSeenWriter } from './batching.js';
 import { type SignalConnection, truncate } from './connection.js';
 import type { RobotPresence } from './presence.js';
+import type { RtcSignalling } from './rtc.js';
 
 /** What the signalling server and its robot and pilot handlers share. */
 export interface SignallingHub {
@@ -23,6 +24,8 @@ export interface SignallingHub {
   readonly lastSeen: LastSeenWriter;
   /** This node's relay of last resort; `undefined` when relaying is off here. */
   readonly relay: RelayServer | undefined;
+  /** Signalling of WebRTC sessions: offers, answers, candidates, and the STUN and TURN servers. */
+  readonly rtc: RtcSignalling;
   /** Told after each change of a robot's presence (the API's live fleet view listens). */
   readonly presenceChanged: (presence: RobotPresence) => void;
 }

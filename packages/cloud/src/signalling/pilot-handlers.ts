@@ -148,6 +148,10 @@ export class PilotHandlers {
           this.#hub.log.error({ err: String(err) }, 'session renewal failed'),
         );
         return;
+      case 'rtc-offer':
+      case 'rtc-candidate':
+        this.#hub.rtc.fromPilot(conn, state, message);
+        return;
       case 'auth':
         notAllowed(conn, 'already authenticated');
         return;
@@ -155,6 +159,8 @@ export class PilotHandlers {
       case 'session-started':
       case 'session-ended':
       case 'session-path':
+      case 'rtc-answer':
+      case 'rtc-failed':
         notAllowed(conn, `"${message.type}" is a robot message`);
         return;
       default:
@@ -357,6 +363,7 @@ export class PilotHandlers {
       ...(grant === undefined
         ? {}
         : { relay_grant: { host: grant.host, token: grant.token, expires_in_ms: grant.expiresInMs } }),
+      ...this.#hub.rtc.offerFields(announced, sessionId),
     });
     this.#control.offered(presence, driverBefore, conn);
     this.#hub.log.debug({ robotId, sessionId, role: record.role }, 'session offered');

@@ -1,4 +1,10 @@
-import type { SessionPath, SignalCandidate, SignalChannel, SignalServerMessage } from '@svc/wire';
+import type {
+  SessionBackend,
+  SessionPath,
+  SignalCandidate,
+  SignalChannel,
+  SignalServerMessage,
+} from '@svc/wire';
 
 /** Role of a session on a robot. */
 export type SessionRole = 'driver' | 'observer';
@@ -70,6 +76,8 @@ export interface Announcement {
   readonly relay: boolean;
   /** How long the robot keeps the driver slot for the same user after the driver's session ends, ms. */
   readonly driverGraceMs: number;
+  /** The transports it serves sessions on. */
+  readonly backends: readonly SessionBackend[];
 }
 
 /** The driver slot kept for the last driver's user while the robot's reload grace lasts. */

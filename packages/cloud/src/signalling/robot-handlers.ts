@@ -141,6 +141,7 @@ export class RobotHandlers {
           maxSessions: message.max_sessions,
           relay: message.relay,
           driverGraceMs: message.driver_grace_ms ?? 0,
+          backends: message.backends ?? ['quic'],
         });
         this.#control.announced(presence, message.sessions);
         if (before !== undefined && !sameAddresses(before, message)) {
@@ -171,6 +172,11 @@ export class RobotHandlers {
       case 'session-ended':
         this.#control.ended(presence, message.session_id, 'ended');
         return;
+      case 'rtc-answer':
+      case 'rtc-candidate':
+      case 'rtc-failed':
+        this.#hub.rtc.fromRobot(conn, presence, message);
+        return;
       case 'auth':
         notAllowed(conn, 'already authenticated');
         return;
@@ -183,6 +189,7 @@ export class RobotHandlers {
       case 'resume':
       case 'relay-allocate':
       case 'renew':
+      case 'rtc-offer':
         notAllowed(conn, `"${message.type}" is a pilot message`);
         return;
       default:

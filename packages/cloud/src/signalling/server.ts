@@ -30,6 +30,7 @@ import { PeopleDirectory } from './people.js';
 import { PilotHandlers, type VerifySessionToken } from './pilot-handlers.js';
 import type { PresenceView, RobotPresence, SessionRecord } from './presence.js';
 import { RobotHandlers } from './robot-handlers.js';
+import { type IceConfig, RtcSignalling } from './rtc.js';
 
 /** Path of the signalling WebSocket. */
 export const SIGNAL_PATH = '/ws';
@@ -97,6 +98,8 @@ export interface SignallingOptions {
     readonly bindHost: string;
     readonly ports?: PortRange;
   };
+  /** STUN and TURN servers for WebRTC sessions (`docs/protocol/webrtc.md`; default none). */
+  readonly ice?: IceConfig;
 }
 
 /**
@@ -236,6 +239,10 @@ export class SignallingServer implements SignallingHandle {
       log: this.#log,
       clock: this.#clock,
       relay: this.#relay,
+      rtc: new RtcSignalling(
+        { log: this.#log, clock: this.#clock, robots: this.#robots },
+        options.ice ?? { stunUrls: [] },
+      ),
       heartbeatMs: options.heartbeatMs ?? 15_000,
       robots: this.#robots,
       parked: this.#parked,

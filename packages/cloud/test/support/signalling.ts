@@ -8,10 +8,11 @@ import { FakeClock } from '@svc/runtime/testing';
 import { robotChallengePayload, SIGNAL_SUBPROTOCOL } from '@svc/wire';
 import type { FastifyInstance } from 'fastify';
 import { type CryptoKey, generateKeyPair, jwtVerify, SignJWT } from 'jose';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import WebSocket from 'ws';
 import { buildApp } from '../../src/app.js';
 import { type CloudConfig, loadCloudConfig } from '../../src/config.js';
-import { type CloudDb, type Database, robots } from '../../src/db/index.js';
+import { type CloudDb, type Database, orgs, robots } from '../../src/db/index.js';
 import { OidcVerifier } from '../../src/identity/index.js';
 import { noInvitationProvider } from '../../src/invitations/index.js';
 import {
@@ -21,7 +22,7 @@ import {
 } from '../../src/signalling/index.js';
 import { checkResponses, violationReporter } from './contract.js';
 import type { DatabaseBackend } from './databases.js';
-import { type LoginAs, TEST_AUDIENCE, TEST_CLIENT_ID, type TestProvider } from './oidc.js';
+import { type LoginAs, startTestProvider, TEST_AUDIENCE, TEST_CLIENT_ID, type TestProvider } from './oidc.js';
 
 /** Issuer of the tests' pilot session tokens. */
 export const TOKEN_ISSUER = 'http://127.0.0.1:8080';
@@ -392,4 +393,58 @@ export async function startSignalling(options: SignallingHarnessOptions): Promis
     },
   };
   return harness;
+}
+
+/** What {@link signallingSuite} gives its tests once `beforeAll` ran. */
+export interface SignallingSuite {
+  readonly h: SignallingHarness;
+  /** The org the suite's robots are enrolled in. */
+  readonly orgId: string;
+}
+
+/**
+ * A signalling harness for one `describe`: started with one org before its tests, its sockets
+ * closed after each test, disposed with its identity provider after all of them.
+ */
+export function signallingSuite(
+  backend: DatabaseBackend,
+  orgName: string,
+  signalling?: SignallingHarnessOptions['signalling'],
+): SignallingSuite {
+  let provider: TestProvider | undefined;
+  const suite: { h?: SignallingHarness; orgId?: string } = {};
+  beforeAll(async () => {
+    provider = await startTestProvider();
+    suite.h = await startSignalling({
+      backend,
+      provider,
+      ...(signalling === undefined ? {} : { signalling }),
+    });
+    const [org] = await suite.h.db.insert(orgs).values({ name: orgName }).returning({ id: orgs.id });
+    suite.orgId = org!.id;
+  });
+  afterEach(() => suite.h?.closeSockets());
+  afterAll(async () => {
+    await suite.h?.dispose();
+    await provider?.close();
+  });
+  return {
+    get h() {
+      return suite.h!;
+    },
+    get orgId() {
+      return suite.orgId!;
+    },
+  };
+}
+
+/**
+ * The next message of `type` on `socket` (others, such as who drives, are skipped). Answers to
+ * asynchronous handlers may come after a later heartbeat's.
+ */
+export async function nextOfType(socket: TestSocket, type: string): Promise<Message> {
+  for (;;) {
+    const message = await socket.next();
+    if (message.type === type) return message;
+  }
 }

@@ -609,7 +609,13 @@ export class SignalSession {
       case 'session-revoked':
       case 'session-role':
       case 'relay-open':
+      case 'rtc-session':
         // Robot messages: a pilot has no use for them.
+        return;
+      case 'rtc-answer':
+      case 'rtc-candidate':
+      case 'rtc-refused':
+        // Answers to an `rtc-offer`, which this SDK does not send yet (ADR 0022).
         return;
       default:
         message satisfies never;

@@ -414,6 +414,19 @@ export class SignallingClient {
         }
         return;
       }
+      case 'rtc-session':
+        // The announcement names no `webrtc` backend, so svc-cloud should not send this; say so
+        // to the pilot rather than leave it waiting (ADR 0022: the daemon's side comes next).
+        if (this.#state.kind === 'online') {
+          this.#send(this.#state.ws, {
+            type: 'rtc-failed',
+            session_id: message.session_id,
+            message: 'this robot does not serve sessions on WebRTC; connect with WebTransport',
+          });
+        }
+        return;
+      case 'rtc-candidate':
+        return;
       case 'error':
         this.#logger.warn(
           { code: message.code },
@@ -431,6 +444,8 @@ export class SignallingClient {
       case 'renewed':
       case 'renew-refused':
       case 'candidates':
+      case 'rtc-answer':
+      case 'rtc-refused':
         this.#logger.warn({ type: message.type }, 'signalling: skipped a pilot message sent to this robot');
         return;
       default: {
