@@ -6,6 +6,7 @@ import type { DaemonConfig } from './config.js';
 import { enrolmentBaseUrl, enrolOnStart } from './enrolment.js';
 import { createGatewayClients } from './port-mapping/clients.js';
 import { PortMapper } from './port-mapping/mapper.js';
+import { RtcSetups } from './rtc-setups.js';
 import { type RunningDaemon, serve } from './serve.js';
 import type { AuthorizeSession } from './session-registry.js';
 import { isSessionTokenError, SessionTokenVerifier } from './session-tokens.js';
@@ -144,7 +145,10 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
       max_sessions: agent.max_sessions,
       relay: agent.relay,
       driver_grace_ms: agent.driver_grace_ms,
+      backends: ['quic', 'webrtc'],
     }),
+    onRtcSession: (message) => rtc.offer(message),
+    onRtcCandidate: (message) => rtc.candidate(message),
     onSessionOpen: (message) => {
       const now = Date.now();
       for (const [id, offer] of offers) if (offer.until <= now) offers.delete(id);
@@ -184,6 +188,11 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
       }
     },
   });
+  const rtc = new RtcSetups({
+    answer: (request) => daemon.answerRtc(request),
+    send: (message) => signalling.rtc(message),
+    logger,
+  });
   const unsubscribe = [
     daemon.sessions.on('started', ({ session }) =>
       signalling.sessionStarted({
@@ -209,6 +218,7 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
     portMapper,
     async stop() {
       for (const off of unsubscribe) off();
+      rtc.close();
       await Promise.all([signalling.stop(), portMapper?.stop()]);
       await daemon.stop();
       verifier.stop();

@@ -2,9 +2,13 @@ import { hostname } from 'node:os';
 import { type QosProfileName, qosProfile } from '@svc/qos';
 import type { Logger } from '@svc/runtime';
 import {
+  answerWebRtc,
   CertificateRotation,
   type RelayAttachRequest,
   type RelayAttachResult,
+  type Session,
+  type WebRtcAnswer,
+  type WebRtcIceServer,
   WebTransportServer,
 } from '@svc/transport';
 import { certificatePath, loadCertificate, saveCertificate } from './certificate-store.js';
@@ -43,7 +47,21 @@ export interface RunningDaemon {
   readonly sessions: SessionRegistry;
   /** Attaches the QUIC port to a relayed session's relay port (svc-cloud's `relay-open`). */
   attachRelay(request: RelayAttachRequest): Promise<RelayAttachResult>;
+  /**
+   * Answers a pilot's WebRTC offer (svc-cloud's `rtc-session`, `docs/protocol/webrtc.md`); the
+   * session it opens is served like one on WebTransport. Rejects with a `TransportError` when the
+   * offer cannot be used.
+   */
+  answerRtc(request: RtcRequest): Promise<WebRtcAnswer>;
   stop(): Promise<void>;
+}
+
+/** What {@link RunningDaemon.answerRtc} needs. */
+export interface RtcRequest {
+  readonly sdp: string;
+  readonly iceServers: readonly WebRtcIceServer[];
+  /** Each local candidate, for the pilot. */
+  readonly onCandidate: (candidate: string, mid: string) => void;
 }
 
 /** How long a session the robot ends may stay open for the pilot to read why (it closes it itself then). */
@@ -103,6 +121,8 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   /** Each video channel's rate controller, by channel id. */
   const qos = new Map<number, ChannelQos>();
   const pilots = new Set<PilotSession>();
+  /** WebRTC sessions being set up. */
+  const rtcAnswers = new Set<WebRtcAnswer>();
   /** The driver chose another profile: every channel, ladder and session follows. */
   const changeProfile = (name: QosProfileName) => {
     profile = qosProfile(name);
@@ -140,39 +160,41 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
     // on the control stream instead of a bare HTTP 429.
     maxSessions: config.agent.max_sessions + 4,
     onError: (err) => logger.error({ err: String(err) }, 'transport error'),
-    onSession: (session) => {
-      logger.info({ session: session.id, remote: session.remoteAddress }, 'pilot session opened');
-      const pilot: PilotSession = new PilotSession({
-        session,
-        channels,
-        sensors,
-        commands,
-        registry,
-        authorize,
-        profile,
-        qos,
-        logger,
-        closeGraceMs: CLOSE_GRACE_MS,
-        onRecoveryNeeded: (channelId, reason) => recovery.get(channelId)?.keyframeNeeded(reason),
-        onLossReported: (channelId) => recovery.get(channelId)?.lossReported('pilot-loss'),
-        onBacklogDrop: (channelId) => recovery.get(channelId)?.lossReported('backlog'),
-        onProfileRequest: changeProfile,
-        maxCommandAgeMs: config.agent.max_command_age_ms,
-        commandTimeoutMs: config.agent.command_timeout_ms,
-        onDriverIdle: (sessionId, idleMs) =>
-          publisherControl?.send({ type: 'driver-idle', session_id: sessionId, idle_ms: idleMs }),
-        onClose: () => pilots.delete(pilot),
-        adopt: (move): boolean => {
-          for (const other of pilots) {
-            if (other !== pilot && other.admitted?.sessionId === move.sessionId)
-              return other.moveTo(move.transport, move.grant);
-          }
-          return false;
-        },
-      });
-      pilots.add(pilot);
-    },
+    onSession: (session) => accept(session),
   });
+  /** A pilot's transport session, on either backend: a {@link PilotSession} serves it. */
+  function accept(session: Session): void {
+    logger.info({ session: session.id, remote: session.remoteAddress }, 'pilot session opened');
+    const pilot: PilotSession = new PilotSession({
+      session,
+      channels,
+      sensors,
+      commands,
+      registry,
+      authorize,
+      profile,
+      qos,
+      logger,
+      closeGraceMs: CLOSE_GRACE_MS,
+      onRecoveryNeeded: (channelId, reason) => recovery.get(channelId)?.keyframeNeeded(reason),
+      onLossReported: (channelId) => recovery.get(channelId)?.lossReported('pilot-loss'),
+      onBacklogDrop: (channelId) => recovery.get(channelId)?.lossReported('backlog'),
+      onProfileRequest: changeProfile,
+      maxCommandAgeMs: config.agent.max_command_age_ms,
+      commandTimeoutMs: config.agent.command_timeout_ms,
+      onDriverIdle: (sessionId, idleMs) =>
+        publisherControl?.send({ type: 'driver-idle', session_id: sessionId, idle_ms: idleMs }),
+      onClose: () => pilots.delete(pilot),
+      adopt: (move): boolean => {
+        for (const other of pilots) {
+          if (other !== pilot && other.admitted?.sessionId === move.sessionId)
+            return other.moveTo(move.transport, move.grant);
+        }
+        return false;
+      },
+    });
+    pilots.add(pilot);
+  }
   for (const channel of channels) followLayers(channel, logger, publisherControl);
   try {
     for (const channel of channels) await channel.start(options.env ?? process.env);
@@ -221,7 +243,31 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
     certificateHashes: () => certificates.hashes().map(hex),
     sessions: registry,
     attachRelay: (request) => server.attachRelay(request),
+    async answerRtc(request) {
+      const host = options.host;
+      const answer = await answerWebRtc({
+        offerSdp: request.sdp,
+        path: '/',
+        iceServers: request.iceServers,
+        onCandidate: request.onCandidate,
+        onError: (err) => logger.error({ err: String(err) }, 'a WebRTC session callback failed'),
+        ...(host !== undefined && host !== '0.0.0.0' && host !== '::' && { bindAddress: host }),
+      });
+      rtcAnswers.add(answer);
+      answer.session.then(
+        (session) => {
+          rtcAnswers.delete(answer);
+          accept(session);
+        },
+        (err: unknown) => {
+          rtcAnswers.delete(answer);
+          logger.warn({ err: String(err) }, 'a WebRTC session did not open');
+        },
+      );
+      return answer;
+    },
     async stop() {
+      for (const answer of rtcAnswers) answer.close();
       clearInterval(qosTimer);
       for (const ladder of recovery.values()) ladder.close();
       await Promise.all(channels.map((c) => c.stop()));

@@ -20,12 +20,14 @@ export {
   type SendQueueStats,
 } from './send-queue.js';
 export type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from './session.js';
+export { MAX_DATAGRAM_BYTES as WEBRTC_MAX_DATAGRAM_BYTES } from './webrtc/channels.js';
 export {
   answerWebRtc,
+  offerWebRtc,
   type WebRtcAnswer,
   type WebRtcAnswerOptions,
   type WebRtcIceServer,
-} from './webrtc/answer.js';
-export { MAX_DATAGRAM_BYTES as WEBRTC_MAX_DATAGRAM_BYTES } from './webrtc/channels.js';
+  type WebRtcOffer,
+} from './webrtc/peer.js';
 export { WebRtcSession } from './webrtc/session.js';
 export { WebTransportServer, type WebTransportServerOptions } from './webtransport/server.js';

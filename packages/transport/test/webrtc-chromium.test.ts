@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { type LaunchedChromium, launchChromium } from '@svc/testkit';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerWebRtc } from '../src/webrtc/answer.js';
 import { CHANNELS, MAX_DATAGRAM_BYTES } from '../src/webrtc/channels.js';
+import { answerWebRtc } from '../src/webrtc/peer.js';
 
 /** The page's side, run in Chromium: a peer connection whose offer and candidates the test carries. */
 const PAGE = `<!doctype html><meta charset="utf-8"><title>rtc</title><script>

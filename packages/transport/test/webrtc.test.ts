@@ -8,8 +8,8 @@ import nodeDataChannel, { type PeerConnection } from 'node-datachannel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTransportError } from '../src/errors.js';
 import type { SessionCloseInfo } from '../src/session.js';
-import { answerWebRtc, type WebRtcAnswer } from '../src/webrtc/answer.js';
 import { createChannels, MAX_DATAGRAM_BYTES } from '../src/webrtc/channels.js';
+import { answerWebRtc, type WebRtcAnswer } from '../src/webrtc/peer.js';
 import { WebRtcSession } from '../src/webrtc/session.js';
 
 const cleanups: (() => void)[] = [];
@@ -25,7 +25,10 @@ interface Connected {
 }
 
 /** A session between the robot and the test's pilot, both sides as `WebRtcSession`s. */
-async function connect(tamper: (offer: string) => string = (offer) => offer): Promise<Connected> {
+async function connect(
+  tamper: (offer: string) => string = (offer) => offer,
+  onError?: (err: unknown) => void,
+): Promise<Connected> {
   const pilot = new nodeDataChannel.PeerConnection('pilot', { iceServers: [], bindAddress: '127.0.0.1' });
   cleanups.push(() => pilot.close());
   const offerMade = new Promise<string>((resolve) => pilot.onLocalDescription((sdp) => resolve(sdp)));
@@ -37,15 +40,19 @@ async function connect(tamper: (offer: string) => string = (offer) => offer): Pr
     for (const channel of Object.values(channels)) channel.onOpen(() => ++open === 3 && resolve());
   });
   const offer = tamper(await offerMade);
+  const robotCandidates: [string, string][] = [];
   const answer = await answerWebRtc({
     offerSdp: offer,
     path: '/robots/r1',
     bindAddress: '127.0.0.1',
-    onCandidate: (candidate, mid) => pilot.addRemoteCandidate(candidate, mid),
+    // Kept until the pilot has the answer, as signalling orders them.
+    onCandidate: (candidate, mid) => robotCandidates.push([candidate, mid]),
     connectTimeoutMs: 5000,
+    ...(onError !== undefined && { onError }),
   });
   cleanups.push(() => answer.close());
   pilot.setRemoteDescription(answer.sdp, 'answer');
+  for (const [candidate, mid] of robotCandidates) pilot.addRemoteCandidate(candidate, mid);
   await new Promise((resolve) => setTimeout(resolve, 50));
   for (const [candidate, mid] of pilotCandidates) answer.addRemoteCandidate(candidate, mid);
   pilot.onLocalCandidate((candidate, mid) => answer.addRemoteCandidate(candidate, mid));
@@ -103,6 +110,25 @@ describe('WebRTC session (node-datachannel)', () => {
     expect(controlBytes().subarray(100_000).toString()).toBe('after\n');
     expect(Buffer.concat(controlAtRobot).toString()).toBe('{"type":"hello"}\n');
     expect(robot.stats().sentPackets).toBe(50);
+  });
+
+  it('survives a handler that throws: the error is reported, the session carries on', async () => {
+    const errors: unknown[] = [];
+    const { robot, pilot } = await connect(undefined, (err) => errors.push(err));
+    let control = '';
+    robot.setHandlers({
+      onDatagram: () => {
+        throw new Error('a bug in the datagram handler');
+      },
+      onControlData: (bytes) => {
+        control += new TextDecoder().decode(bytes);
+      },
+    });
+    pilot.sendDatagram(new Uint8Array([1]));
+    pilot.writeControl(new TextEncoder().encode('still here\n'));
+    await until(() => (control === 'still here\n' ? true : undefined));
+    expect(errors).toEqual([expect.objectContaining({ message: 'a bug in the datagram handler' })]);
+    expect(robot.closed).toBe(false);
   });
 
   it('tells the peer the code and reason of a close', async () => {

@@ -5,6 +5,7 @@
 import type { Logger } from '@svc/runtime';
 import {
   encodeSignalMessage,
+  type SessionBackend,
   type SignalCandidate,
   type SignalChannel,
   type SignalClientMessage,
@@ -21,6 +22,8 @@ export interface AnnounceState {
   readonly relay: boolean;
   /** `[agent] driver_grace_ms`, so the cloud keeps the driver slot for the same user as long. */
   readonly driver_grace_ms: number;
+  /** The transports sessions are served on (absent: `quic` only). */
+  readonly backends?: readonly SessionBackend[];
 }
 
 /** A session open on the robot, as `announce.sessions` and `session-started` carry it. */
@@ -86,6 +89,7 @@ export class AnnounceBuilder {
       max_sessions: state.max_sessions,
       relay: state.relay,
       driver_grace_ms: state.driver_grace_ms,
+      ...(state.backends !== undefined && { backends: [...state.backends] }),
       sessions: [...sessions],
     };
     let text: string;

@@ -57,6 +57,12 @@ export type SessionRoleMessage = Extract<SignalServerMessage, { type: 'session-r
 
 /** The cloud's `relay-open`: a pilot is coming through the relay; attach the QUIC port to it. */
 export type RelayOpenMessage = Extract<SignalServerMessage, { type: 'relay-open' }>;
+/** A pilot's WebRTC offer for one of the robot's sessions. */
+export type RtcSessionMessage = Extract<SignalServerMessage, { type: 'rtc-session' }>;
+/** A pilot's trickled ICE candidate. */
+export type RtcCandidateMessage = Extract<SignalServerMessage, { type: 'rtc-candidate' }>;
+/** What the robot tells a WebRTC session's pilot through svc-cloud. */
+export type RtcReply = Extract<SignalClientMessage, { type: 'rtc-answer' | 'rtc-candidate' | 'rtc-failed' }>;
 
 /** Options of {@link SignallingClient}. */
 export interface SignallingClientOptions {
@@ -76,6 +82,13 @@ export interface SignallingClientOptions {
   readonly onSessionRole?: (message: SessionRoleMessage) => void;
   /** A pilot comes through the cloud's relay: attach the QUIC port to the port named. */
   readonly onRelayOpen?: (message: RelayOpenMessage) => void;
+  /**
+   * A pilot's WebRTC offer (`docs/protocol/webrtc.md`); answer with {@link SignallingClient.rtc}.
+   * Without it the robot answers `rtc-failed`.
+   */
+  readonly onRtcSession?: (message: RtcSessionMessage) => void;
+  /** A WebRTC session's pilot trickled an ICE candidate. */
+  readonly onRtcCandidate?: (message: RtcCandidateMessage) => void;
   /** Every change of {@link SignallingClient.state}. */
   readonly onStateChange?: (state: SignallingState) => void;
   /** The configuration file, named in the remedy for an unenrolled robot. */
@@ -213,6 +226,12 @@ export class SignallingClient {
     });
     this.#sessions.set(entry.session_id, entry);
     if (this.#state.kind === 'online') this.#sendText(this.#state.ws, text);
+  }
+
+  /** Tells a WebRTC session's pilot the answer, a candidate, or why not; dropped while offline. */
+  rtc(message: RtcReply): void {
+    this.#refuseStopped('rtc');
+    if (this.#state.kind === 'online') this.#send(this.#state.ws, message);
   }
 
   /** Reports that a session's packets travel another way now (the pilot moved off the relay). */
@@ -414,19 +433,27 @@ export class SignallingClient {
         }
         return;
       }
-      case 'rtc-session':
-        // The announcement names no `webrtc` backend, so svc-cloud should not send this; say so
-        // to the pilot rather than leave it waiting (ADR 0022: the daemon's side comes next).
-        if (this.#state.kind === 'online') {
-          this.#send(this.#state.ws, {
+      case 'rtc-session': {
+        const { onRtcSession } = this.#options;
+        if (!this.#expectOnline(message.type)) return;
+        if (onRtcSession === undefined) {
+          // Not announced as a backend, so svc-cloud should not send this: say so to the pilot
+          // rather than leave it waiting.
+          this.rtc({
             type: 'rtc-failed',
             session_id: message.session_id,
             message: 'this robot does not serve sessions on WebRTC; connect with WebTransport',
           });
+        } else safeCall(this.#logger, 'onRtcSession', () => onRtcSession(message));
+        return;
+      }
+      case 'rtc-candidate': {
+        const { onRtcCandidate } = this.#options;
+        if (this.#expectOnline(message.type) && onRtcCandidate !== undefined) {
+          safeCall(this.#logger, 'onRtcCandidate', () => onRtcCandidate(message));
         }
         return;
-      case 'rtc-candidate':
-        return;
+      }
       case 'error':
         this.#logger.warn(
           { code: message.code },

@@ -28,6 +28,27 @@ export const MAX_DATAGRAM_BYTES = 1140;
 /** Control bytes are sent in messages of at most this many bytes (below every stack's limit). */
 export const MAX_CONTROL_MESSAGE_BYTES = 16 * 1024;
 
+/**
+ * `fn` made safe to hand to libdatachannel: an exception thrown in a callback that native code
+ * called ends the process (`terminate`), so it is caught here and passed to `onError` (by default
+ * thrown again from a fresh tick, where Node reports it with its stack like any other).
+ */
+export function nativeCallback<A extends unknown[]>(
+  fn: (...args: A) => void,
+  onError: (err: unknown) => void = (err) =>
+    process.nextTick(() => {
+      throw err;
+    }),
+): (...args: A) => void {
+  return (...args) => {
+    try {
+      fn(...args);
+    } catch (err) {
+      onError(err);
+    }
+  };
+}
+
 /** The three channels of `pc`, created with the same ids on either side. */
 export function createChannels(pc: PeerConnection) {
   return {

@@ -1,6 +1,11 @@
 import type { PeerConnection } from 'node-datachannel';
 import type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from '../session.js';
-import { MAX_CONTROL_MESSAGE_BYTES, MAX_DATAGRAM_BYTES, type SessionChannels } from './channels.js';
+import {
+  MAX_CONTROL_MESSAGE_BYTES,
+  MAX_DATAGRAM_BYTES,
+  nativeCallback,
+  type SessionChannels,
+} from './channels.js';
 
 /** Datagrams refused while this many bytes wait in the datagram channel's buffer. */
 export const DATAGRAM_BUFFER_LIMIT = 256 * 1024;
@@ -31,11 +36,22 @@ export class WebRtcSession implements Session {
   #sent = 0;
   #lastRate = { at: 0, bytes: 0, bps: 0 };
 
-  constructor(id: string, path: string, pc: PeerConnection, channels: SessionChannels) {
+  /**
+   * `onError` takes an exception thrown by a handler (native code calls them; one that escaped
+   * would end the process); by default it is thrown again on the next tick.
+   */
+  constructor(
+    id: string,
+    path: string,
+    pc: PeerConnection,
+    channels: SessionChannels,
+    onError?: (err: unknown) => void,
+  ) {
     this.id = id;
     this.path = path;
     this.#pc = pc;
     this.#channels = channels;
+    const safe = <A extends unknown[]>(fn: (...args: A) => void) => nativeCallback(fn, onError);
     const pair = pc.getSelectedCandidatePair();
     this.remoteAddress =
       pair === null
@@ -43,16 +59,19 @@ export class WebRtcSession implements Session {
         : pair.remote.address.includes(':')
           ? `[${pair.remote.address}]:${pair.remote.port}`
           : `${pair.remote.address}:${pair.remote.port}`;
-    channels.control.onMessage((msg) => this.#onControl(toBytes(msg)));
-    channels.datagrams.onMessage((msg) => this.#onDatagram(toBytes(msg)));
-    channels.session.onMessage((msg) => this.#onSessionMessage(toBytes(msg)));
-    const gone = () => this.#ended({ code: 0, reason: 'connection closed', by: 'transport' });
-    channels.control.onClosed(gone);
-    pc.onStateChange((state) => {
-      if (state === 'failed' || state === 'closed' || state === 'disconnected') {
-        this.#ended({ code: 0, reason: `peer connection ${state}`, by: 'transport' });
-      }
-    });
+    channels.control.onMessage(safe((msg) => this.#onControl(toBytes(msg))));
+    channels.datagrams.onMessage(safe((msg) => this.#onDatagram(toBytes(msg))));
+    channels.session.onMessage(safe((msg) => this.#onSessionMessage(toBytes(msg))));
+    channels.control.onClosed(
+      safe(() => this.#ended({ code: 0, reason: 'connection closed', by: 'transport' })),
+    );
+    pc.onStateChange(
+      safe((state) => {
+        if (state === 'failed' || state === 'closed' || state === 'disconnected') {
+          this.#ended({ code: 0, reason: `peer connection ${state}`, by: 'transport' });
+        }
+      }),
+    );
   }
 
   /** `relay` when the selected candidate pair runs through a TURN server, `direct` otherwise. */
