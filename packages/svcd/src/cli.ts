@@ -10,6 +10,7 @@
 import { parseArgs } from 'node:util';
 import { isMediaError } from '@svc/media';
 import { type Logger, redactText, redactUrl } from '@svc/runtime';
+import { closeWebRtc } from '@svc/transport';
 import { type RunningAgent, runAgent } from './agent.js';
 import { setTestClockOffsetMs, TEST_CLOCK_OFFSET_ENV, testClockOffsetFromEnv } from './clock.js';
 import { ConfigError, type DaemonConfig, loadConfig } from './config.js';
@@ -168,6 +169,8 @@ async function runAgentUntilSignal(
   }
   await untilSignal();
   await agent.stop();
+  // libdatachannel's threads would keep the process from exiting.
+  closeWebRtc();
   return 0;
 }
 

@@ -66,6 +66,8 @@ export interface RtcRequest {
 
 /** How long a session the robot ends may stay open for the pilot to read why (it closes it itself then). */
 const CLOSE_GRACE_MS = 2_000;
+/** How long stopping waits for WebRTC sessions' close messages to leave, ms. */
+const RTC_CLOSE_LINGER_MS = 150;
 /** The rate controllers' period, ms. */
 const QOS_PERIOD_MS = 1_000;
 
@@ -121,8 +123,10 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   /** Each video channel's rate controller, by channel id. */
   const qos = new Map<number, ChannelQos>();
   const pilots = new Set<PilotSession>();
-  /** WebRTC sessions being set up. */
+  /** WebRTC sessions being set up, and those open. */
   const rtcAnswers = new Set<WebRtcAnswer>();
+  const rtcSessions = new Set<Session>();
+  let stopping = false;
   /** The driver chose another profile: every channel, ladder and session follows. */
   const changeProfile = (name: QosProfileName) => {
     profile = qosProfile(name);
@@ -257,6 +261,12 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
       answer.session.then(
         (session) => {
           rtcAnswers.delete(answer);
+          if (stopping) {
+            session.close(0, 'robot shutting down');
+            return;
+          }
+          for (const open of rtcSessions) if (open.closed) rtcSessions.delete(open);
+          rtcSessions.add(session);
           accept(session);
         },
         (err: unknown) => {
@@ -267,13 +277,17 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
       return answer;
     },
     async stop() {
+      stopping = true;
       for (const answer of rtcAnswers) answer.close();
+      for (const session of rtcSessions) if (!session.closed) session.close(0, 'robot shutting down');
       clearInterval(qosTimer);
       for (const ladder of recovery.values()) ladder.close();
       await Promise.all(channels.map((c) => c.stop()));
       await server.close();
       await Promise.all(opened.map((o) => o.close()));
       certificates.stop();
+      // The WebRTC sessions' close messages leave before the process may end.
+      if (rtcSessions.size > 0) await new Promise((resolve) => setTimeout(resolve, RTC_CLOSE_LINGER_MS));
     },
   };
 }

@@ -9,6 +9,7 @@
 import {
   ffmpegRtpSource,
   freeUdpPort,
+  type RobotDaemon,
   startCloudProcess,
   startRobotDaemon,
   writeRobotConfig,
@@ -27,6 +28,7 @@ afterAll(async () => {
 });
 
 let signalUrl: string;
+let daemon: RobotDaemon;
 let mintToken: () => Promise<string>;
 const ROBOT = 'rtc-amr';
 
@@ -47,7 +49,7 @@ beforeAll(async () => {
   });
   const camera = ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: 100_000, gop: 30 });
   cleanups.push(() => camera.stop());
-  const daemon = startRobotDaemon(files, { SVC_ENROLMENT_TOKEN: enrolment.body.token as string });
+  daemon = startRobotDaemon(files, { SVC_ENROLMENT_TOKEN: enrolment.body.token as string });
   cleanups.push(() => daemon.stop());
   await daemon.waitForLog('svcd running', 1, 30_000);
   signalUrl = cloud.signalUrl;
@@ -187,5 +189,11 @@ describe('a session on the WebRTC backend', () => {
     const refused = await pilot.next('rtc-refused');
     expect(refused).toMatchObject({ session_id: pilot.sessionId, code: 'robot-failed' });
     expect(refused.message).toMatch(/^the robot could not answer: the pilot's WebRTC offer cannot be used/);
+  }, 30_000);
+
+  it('ends on SIGTERM after serving WebRTC sessions, without being killed (libdatachannel released)', async () => {
+    daemon.process.kill('SIGTERM');
+    expect(await daemon.exited).toBe(0);
+    expect(daemon.log()).not.toMatch(/terminate called|Napi::Error/);
   }, 30_000);
 });

@@ -23,6 +23,7 @@ export type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from '.
 export { MAX_DATAGRAM_BYTES as WEBRTC_MAX_DATAGRAM_BYTES } from './webrtc/channels.js';
 export {
   answerWebRtc,
+  closeWebRtc,
   offerWebRtc,
   type WebRtcAnswer,
   type WebRtcAnswerOptions,

@@ -112,6 +112,14 @@ export async function offerWebRtc(options: PeerOptions): Promise<WebRtcOffer> {
   };
 }
 
+/**
+ * Releases libdatachannel's threads once every peer connection is closed; until then they keep
+ * the process from exiting. A process that used WebRTC calls it when it stops.
+ */
+export function closeWebRtc(): void {
+  nodeDataChannel.cleanup();
+}
+
 function newPeer(name: string, options: PeerOptions): PeerConnection {
   const pc = new nodeDataChannel.PeerConnection(`${name}-${randomBytes(4).toString('hex')}`, {
     iceServers: (options.iceServers ?? []).map(toIceServer),
