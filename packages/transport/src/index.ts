@@ -20,7 +20,6 @@ export {
   type SendQueueStats,
 } from './send-queue.js';
 export type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from './session.js';
-export { MAX_DATAGRAM_BYTES as WEBRTC_MAX_DATAGRAM_BYTES } from './webrtc/channels.js';
 export {
   answerWebRtc,
   closeWebRtc,

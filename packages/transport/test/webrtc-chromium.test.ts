@@ -7,9 +7,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type LaunchedChromium, launchChromium } from '@svc/testkit';
+import { RTC_CHANNELS as CHANNELS, RTC_MAX_DATAGRAM_BYTES as MAX_DATAGRAM_BYTES } from '@svc/wire';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHANNELS, MAX_DATAGRAM_BYTES } from '../src/webrtc/channels.js';
 import { answerWebRtc } from '../src/webrtc/peer.js';
 
 /** The page's side, run in Chromium: a peer connection whose offer and candidates the test carries. */
@@ -20,9 +20,8 @@ window.startRtc = async () => {
   const pc = new RTCPeerConnection();
   const dc = {};
   for (const [name, spec] of Object.entries(CHANNELS)) {
-    const { negotiated, id, unordered, maxRetransmits } = spec.config;
     dc[name] = pc.createDataChannel(spec.label, {
-      negotiated, id, ordered: !unordered, ...(maxRetransmits === undefined ? {} : { maxRetransmits }),
+      negotiated: true, id: spec.id, ordered: spec.ordered, ...(spec.maxRetransmits === undefined ? {} : { maxRetransmits: spec.maxRetransmits }),
     });
     dc[name].binaryType = 'arraybuffer';
   }

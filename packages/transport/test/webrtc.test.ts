@@ -4,11 +4,13 @@
  * makes the offer with the same negotiated channels. Datagrams, the control stream as one byte
  * stream, the close with its code, a vanished pilot, a forged fingerprint, a bad offer.
  */
+
+import { RTC_MAX_DATAGRAM_BYTES as MAX_DATAGRAM_BYTES } from '@svc/wire';
 import nodeDataChannel, { type PeerConnection } from 'node-datachannel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTransportError } from '../src/errors.js';
 import type { SessionCloseInfo } from '../src/session.js';
-import { createChannels, MAX_DATAGRAM_BYTES } from '../src/webrtc/channels.js';
+import { createChannels } from '../src/webrtc/channels.js';
 import { answerWebRtc, type WebRtcAnswer } from '../src/webrtc/peer.js';
 import { WebRtcSession } from '../src/webrtc/session.js';
 

@@ -81,6 +81,15 @@ export {
   type RelayControl,
   type RelayRefusal,
 } from './relay.js';
+export {
+  decodeRtcClose,
+  encodeRtcClose,
+  RTC_CHANNELS,
+  RTC_DATAGRAM_BUFFER_LIMIT,
+  RTC_MAX_CONTROL_MESSAGE_BYTES,
+  RTC_MAX_DATAGRAM_BYTES,
+  type RtcClose,
+} from './rtc.js';
 export { seqDiff16, seqDiff32, seqLess16, seqNext16, wrapU32 } from './seq.js';
 export {
   CONTROL_OUTCOMES,

@@ -1,18 +1,16 @@
+import {
+  decodeRtcClose,
+  encodeRtcClose,
+  RTC_DATAGRAM_BUFFER_LIMIT,
+  RTC_MAX_CONTROL_MESSAGE_BYTES,
+  RTC_MAX_DATAGRAM_BYTES,
+} from '@svc/wire';
 import type { PeerConnection } from 'node-datachannel';
 import type { Session, SessionCloseInfo, SessionHandlers, SessionStats } from '../session.js';
-import {
-  MAX_CONTROL_MESSAGE_BYTES,
-  MAX_DATAGRAM_BYTES,
-  nativeCallback,
-  type SessionChannels,
-} from './channels.js';
+import { nativeCallback, type SessionChannels } from './channels.js';
 
-/** Datagrams refused while this many bytes wait in the datagram channel's buffer. */
-export const DATAGRAM_BUFFER_LIMIT = 256 * 1024;
 /** How long a closing side keeps the connection for its close message to leave, ms. */
 const CLOSE_LINGER_MS = 100;
-/** Longest close reason sent to the peer, in UTF-16 code units. */
-const MAX_REASON = 512;
 
 /**
  * A pilot's session on WebRTC data channels (`docs/protocol/webrtc.md`): the same {@link Session}
@@ -88,12 +86,12 @@ export class WebRtcSession implements Session {
 
   maxDatagramBytes(): number {
     if (this.#closed || !this.#channels.datagrams.isOpen()) return 0;
-    return Math.min(MAX_DATAGRAM_BYTES, this.#channels.datagrams.maxMessageSize());
+    return Math.min(RTC_MAX_DATAGRAM_BYTES, this.#channels.datagrams.maxMessageSize());
   }
 
   sendDatagram(payload: Uint8Array): boolean {
     if (this.#closed || !this.#channels.datagrams.isOpen()) return false;
-    if (this.#channels.datagrams.bufferedAmount() > DATAGRAM_BUFFER_LIMIT) return false;
+    if (this.#channels.datagrams.bufferedAmount() > RTC_DATAGRAM_BUFFER_LIMIT) return false;
     const sent = this.#channels.datagrams.sendMessageBinary(payload);
     if (sent) this.#sent++;
     return sent;
@@ -105,8 +103,8 @@ export class WebRtcSession implements Session {
 
   writeControl(bytes: Uint8Array): void {
     if (this.#closed) return;
-    for (let at = 0; at < bytes.byteLength; at += MAX_CONTROL_MESSAGE_BYTES) {
-      this.#channels.control.sendMessageBinary(bytes.subarray(at, at + MAX_CONTROL_MESSAGE_BYTES));
+    for (let at = 0; at < bytes.byteLength; at += RTC_MAX_CONTROL_MESSAGE_BYTES) {
+      this.#channels.control.sendMessageBinary(bytes.subarray(at, at + RTC_MAX_CONTROL_MESSAGE_BYTES));
     }
   }
 
@@ -124,9 +122,7 @@ export class WebRtcSession implements Session {
     if (this.#closed) return;
     try {
       if (this.#channels.session.isOpen()) {
-        this.#channels.session.sendMessage(
-          JSON.stringify({ type: 'close', code, reason: reason.slice(0, MAX_REASON) }),
-        );
+        this.#channels.session.sendMessage(encodeRtcClose({ code, reason }));
       }
     } catch {
       // The connection is going anyway.
@@ -172,19 +168,9 @@ export class WebRtcSession implements Session {
   }
 
   #onSessionMessage(bytes: Uint8Array): void {
-    let message: unknown;
-    try {
-      message = JSON.parse(new TextDecoder().decode(bytes));
-    } catch {
-      return;
-    }
-    const close = message as { type?: unknown; code?: unknown; reason?: unknown };
-    if (close.type !== 'close') return;
-    this.#ended({
-      code: typeof close.code === 'number' && Number.isInteger(close.code) ? close.code : 0,
-      reason: typeof close.reason === 'string' ? close.reason.slice(0, MAX_REASON) : '',
-      by: 'peer',
-    });
+    const close = decodeRtcClose(new TextDecoder().decode(bytes));
+    if (close === undefined) return;
+    this.#ended({ ...close, by: 'peer' });
     setTimeout(() => this.#pc.close(), CLOSE_LINGER_MS).unref();
   }
 
