@@ -44,6 +44,11 @@ export {
   refusalOfTokenError,
   tokenScope,
 } from './connection/refusal.js';
+export {
+  openRtcTransport,
+  type RtcSignalling,
+  type RtcTransportOptions,
+} from './connection/rtc-transport.js';
 export { MAX_COMMAND_BYTES, type SendCommandOptions } from './connection/session.js';
 export {
   type ControlPending,
