@@ -7,9 +7,9 @@
 import { FakeClock, memoryLogger } from '@svc/runtime/testing';
 import { type AssembledFrame, type ControlMessage, Reassembler } from '@svc/wire';
 import { describe, expect, it } from 'vitest';
-import { PilotConnection, type PilotConnectionEvents, SignalSession } from '../src/index.js';
+import { PilotConnection, type PilotConnectionEvents } from '../src/index.js';
 import { settle, WELCOME } from './support/connection-harness.js';
-import { fakeSignalSockets, SIGNAL_OFFER } from './support/fake-signal-socket.js';
+import { SIGNAL_OFFER, signalledConnection } from './support/fake-signal-socket.js';
 import { type FakeTransport, fakeTransports } from './support/fake-transport.js';
 
 const ALICE = { id: 'user:alice', name: 'Alice' };
@@ -18,21 +18,7 @@ const BOB = { id: 'user:bob', name: 'Bob' };
 type Heard = [keyof PilotConnectionEvents, unknown[]];
 
 function setup() {
-  const clock = new FakeClock(1000);
-  const { sockets, WebSocketImpl } = fakeSignalSockets();
-  const { made, create } = fakeTransports();
-  const connection = new PilotConnection({
-    signalUrl: 'wss://cloud.example/ws',
-    robotId: 'r1',
-    token: 'tok',
-    container: {} as HTMLElement,
-    clock,
-    random: () => 0.5,
-    logger: memoryLogger(),
-    createTransport: create,
-    openSignalling: (options) => new SignalSession({ ...options, WebSocketImpl }),
-    closeOnPageHide: false,
-  });
+  const { clock, connection, sockets, made, socket } = signalledConnection();
   const heard: Heard[] = [];
   for (const event of [
     'state',
@@ -46,11 +32,6 @@ function setup() {
   ] as const) {
     connection.on(event, (...args: unknown[]) => heard.push([event, args]));
   }
-  const socket = () => {
-    const s = sockets.at(-1);
-    if (s === undefined) throw new Error('no signalling socket');
-    return s;
-  };
   const transport = () => {
     const t = made.at(-1);
     if (t === undefined) throw new Error('no transport');

@@ -6,7 +6,9 @@
  * the driver and reassembles the camera's frames from the datagram channel. A robot that cannot
  * use the offer says so.
  */
+import { fileURLToPath } from 'node:url';
 import {
+  ChromiumSession,
   ffmpegRtpSource,
   freeUdpPort,
   type RobotDaemon,
@@ -18,7 +20,10 @@ import { offerWebRtc, type WebRtcSession } from '@svc/transport';
 import { type AssembledFrame, Reassembler, SIGNAL_SUBPROTOCOL } from '@svc/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import type { WatchResult } from './fixtures/pilot-page.js';
 import { videoChannel } from './support/channels.js';
+
+const page = fileURLToPath(new URL('./fixtures/pilot-page.ts', import.meta.url));
 
 type Message = Record<string, unknown> & { type: string };
 
@@ -190,6 +195,22 @@ describe('a session on the WebRTC backend', () => {
     expect(refused).toMatchObject({ session_id: pilot.sessionId, code: 'robot-failed' });
     expect(refused.message).toMatch(/^the robot could not answer: the pilot's WebRTC offer cannot be used/);
   }, 30_000);
+
+  it('in a browser without WebTransport, the pilot SDK takes WebRTC and shows the camera', async () => {
+    const chromium = await ChromiumSession.open();
+    cleanups.push(() => chromium.close());
+    const result = await chromium.run<WatchResult & { hadWebTransport: boolean }>({
+      entry: page,
+      exportName: 'watchWithoutWebTransport',
+      args: [signalUrl, ROBOT, await mintToken(), 3],
+      timeoutMs: 60_000,
+    });
+    expect(result.hadWebTransport).toBe(true); // it was there, and the test took it away
+    expect(result.states).toContain('connected');
+    const video = Object.values(result.stats.channels)[0]!;
+    expect(video.painted).toBeGreaterThan(30); // of about 90 in 3 s
+    expect(result.message).toBeNull();
+  }, 90_000);
 
   it('ends on SIGTERM after serving WebRTC sessions, without being killed (libdatachannel released)', async () => {
     daemon.process.kill('SIGTERM');

@@ -12,6 +12,7 @@ import type { ControlChannel, ControlMessage, ControlRole } from '@svc/wire';
 import {
   CANDIDATE_STAGGER_MS,
   type PilotPath,
+  type CandidateRaceResult as RaceResult,
   RELAY_HEAD_START_MS,
   type RelayEntrant,
   raceCandidates,
@@ -31,6 +32,7 @@ import {
   type TransportFactory,
 } from './options.js';
 import { type PilotRefusal, type PilotRefusalCode, refusalOfTokenError, tokenScope } from './refusal.js';
+import { openRtcTransport } from './rtc-transport.js';
 import { type SendCommandOptions, Session, type Welcome } from './session.js';
 import {
   type ControlRequest,
@@ -53,6 +55,11 @@ import {
   sessionOf,
 } from './state.js';
 import { SessionUpkeep } from './upkeep.js';
+
+/** How long a WebRTC session may take to connect (ICE, DTLS, SCTP) before the attempt gives up, ms. */
+const RTC_CONNECT_TIMEOUT_MS = 15_000;
+/** The link's URL for a WebRTC session, for logs (it has no URL of its own). */
+const RTC_URL = 'webrtc:';
 
 /** Datagrams kept while `welcome` is on its way (a replay of about 1 MB, with parity). */
 const MAX_EARLY_DATAGRAMS = 2048;
@@ -623,18 +630,17 @@ export class PilotConnection {
     this.#sessionToken = token;
     const address = await this.#address(attempt, token);
     if (address === undefined) return;
+    const backend = this.#backendFor(attempt);
+    if (typeof backend !== 'string') {
+      this.#drop(backend.why);
+      return;
+    }
     const race = new AbortController();
     this.#transition({ kind: 'dialing', attempt, address, race });
-    const relay = this.#relayEntrant(attempt);
-    const raced = await raceCandidates({
-      // `relay: 'only'`: the robot's own addresses are never dialled.
-      address: this.#relayOnly ? { ...address, urls: [] } : address,
-      staggerMs: this.#options.candidateStaggerMs ?? CANDIDATE_STAGGER_MS,
-      clock: this.#clock,
-      createTransport: this.#createTransport,
-      signal: race.signal,
-      ...(relay === undefined ? {} : { relay }),
-    });
+    const raced =
+      backend === 'webrtc'
+        ? await this.#dialRtc(attempt, race.signal)
+        : await this.#race(attempt, address, race.signal);
     if (!this.#holds(attempt, 'dialing')) {
       // A race called off by leaving `dialing` closed its candidates itself.
       if (!raced.ok) return;
@@ -661,6 +667,85 @@ export class PilotConnection {
       ...(address.sessionId !== undefined && { session_id: address.sessionId }),
     });
     link.start(this.#linkListener);
+  }
+
+  /** The robot's candidates (and the relay) raced over WebTransport. */
+  #race(attempt: Attempt, address: RobotAddress, signal: AbortSignal): Promise<RaceResult> {
+    const relay = this.#relayEntrant(attempt);
+    return raceCandidates({
+      // `relay: 'only'`: the robot's own addresses are never dialled.
+      address: this.#relayOnly ? { ...address, urls: [] } : address,
+      staggerMs: this.#options.candidateStaggerMs ?? CANDIDATE_STAGGER_MS,
+      clock: this.#clock,
+      createTransport: this.#createTransport,
+      signal,
+      ...(relay === undefined ? {} : { relay }),
+    });
+  }
+
+  /**
+   * A WebRTC session to the robot (`docs/protocol/webrtc.md`): the offer, answer and candidates
+   * over this attempt's signalling, the STUN and TURN servers from the offer.
+   */
+  async #dialRtc(attempt: Attempt, signal: AbortSignal): Promise<RaceResult> {
+    const transport = openRtcTransport({
+      signalling: attempt.signalling!.rtcSignalling(),
+      iceServers: this.#offer?.iceServers ?? [],
+    });
+    const giveUp = (reason: string) => transport.close({ closeCode: 0, reason });
+    // Called off while dialling only: once it answered, the session is the connection's.
+    const calledOff = () => giveUp('pilot closed');
+    signal.addEventListener('abort', calledOff, { once: true });
+    const timer = this.#clock.setTimeout(
+      () =>
+        giveUp(
+          `no WebRTC connection within ${RTC_CONNECT_TIMEOUT_MS / 1000} s (ICE found no path to the robot)`,
+        ),
+      RTC_CONNECT_TIMEOUT_MS,
+    );
+    try {
+      await transport.ready;
+      return { ok: true, url: RTC_URL, transport, path: 'direct' };
+    } catch (err) {
+      return { ok: false, reason: `WebRTC: ${err instanceof Error ? err.message : String(err)}` };
+    } finally {
+      signal.removeEventListener('abort', calledOff);
+      this.#clock.clearTimeout(timer);
+    }
+  }
+
+  /**
+   * The transport of this attempt: `options.backend`, or by default WebTransport where the browser
+   * has it and the robot serves QUIC, else WebRTC where the robot serves it; why not, when neither.
+   */
+  #backendFor(attempt: Attempt): 'webtransport' | 'webrtc' | { readonly why: string } {
+    const offer = this.#offer;
+    const robot = offer?.robotId ?? 'the robot';
+    const backends = offer?.backends ?? ['quic'];
+    const rtc = backends.includes('webrtc') && attempt.signalling !== undefined;
+    const webTransport =
+      this.#options.createTransport !== undefined || typeof globalThis.WebTransport === 'function';
+    const wanted = this.#options.backend ?? 'auto';
+    if (wanted === 'webrtc') {
+      return rtc
+        ? 'webrtc'
+        : {
+            why: `robot ${robot} does not serve sessions on WebRTC, and this pilot asked for WebRTC only (backend: 'webrtc')`,
+          };
+    }
+    if (wanted === 'webtransport' || (webTransport && backends.includes('quic'))) {
+      return webTransport
+        ? 'webtransport'
+        : {
+            why: "this browser has no WebTransport, and this pilot asked for it only (backend: 'webtransport')",
+          };
+    }
+    if (rtc) return 'webrtc';
+    return {
+      why: webTransport
+        ? `robot ${robot} serves no transport this pilot can use`
+        : `this browser has no WebTransport, and robot ${robot} does not serve sessions on WebRTC; use a browser with WebTransport (Chromium 97 or later) or update the robot's svcd`,
+    };
   }
 
   /**

@@ -199,6 +199,12 @@ export type PilotConnectOptions = RobotAddressSource &
      */
     readonly relay?: boolean | 'only';
     /**
+     * The transport (`docs/protocol/webrtc.md`): `auto` (the default) takes WebTransport where the
+     * browser has it and the robot serves QUIC, else WebRTC data channels when the robot serves
+     * them; `webtransport` or `webrtc` takes only that one.
+     */
+    readonly backend?: 'auto' | 'webtransport' | 'webrtc';
+    /**
      * On `pagehide` (the tab closes, reloads or navigates away), tell the robot `bye` with reason
      * `page closed` and close the transport at once, so the robot ends the session (and parks
      * its actuators) without waiting for the heartbeat (default true).

@@ -18,6 +18,7 @@ import {
   encodeSignalMessage,
   parseSignalServerMessage,
   type RelayAllocationRefusal,
+  type SessionBackend,
   SIGNAL_CLOSE,
   SIGNAL_SUBPROTOCOL,
   type SignalCandidate,
@@ -28,6 +29,7 @@ import {
   WireError,
 } from '@svc/wire';
 import { tokenExpiryMs } from './refusal.js';
+import type { RtcSignalling } from './rtc-transport.js';
 
 /** What the signalling server answered a pilot's `connect`: how to reach the robot and as what. */
 export interface RobotOffer {
@@ -43,6 +45,10 @@ export interface RobotOffer {
   readonly relay: boolean;
   /** When `relay`: the node whose relay serves this session, and the pilot's one-use token for it. */
   readonly relayGrant?: { readonly host: string; readonly token: string };
+  /** The transports the robot serves sessions on (`quic` only from robots before WebRTC). */
+  readonly backends?: readonly SessionBackend[];
+  /** STUN and TURN servers for a WebRTC session, TURN credentials minted for this one. */
+  readonly iceServers?: readonly RTCIceServer[];
 }
 
 /** The pilot's relay port for a session (`relay-allocated`). */
@@ -60,6 +66,8 @@ export class RelayError extends CodedError<RelayAllocationRefusal | 'unreachable
 
 /** How long an answer to `relay-allocate` or `renew` may take, ms. */
 export const SIGNAL_ANSWER_TIMEOUT_MS = 5000;
+/** How long the robot's answer to a WebRTC offer may take (it gathers its candidates first), ms. */
+export const RTC_ANSWER_TIMEOUT_MS = 10_000;
 
 /** Why an offer could not be had ({@link SignalSession.offer}, `requestOffer`). */
 export type OfferErrorCode =
@@ -281,6 +289,8 @@ export class SignalSession {
   #announced: HandoverAvailability = { available: false, reason: 'starting', message: STARTING };
   #relayGrant: { readonly host: string; readonly token: string } | undefined;
   #relayWaiter: ((result: RelayPort | RelayError) => void) | undefined;
+  #rtcWaiter: ((result: string | Error) => void) | undefined;
+  readonly #rtcCandidateListeners = new Set<(candidate: string, mid: string) => void>();
   #renewWaiter: ((result: number | Error) => void) | undefined;
 
   constructor(options: SignalSessionOptions) {
@@ -417,6 +427,47 @@ export class SignalSession {
       };
       this.#send(state.socket, { type: 'relay-allocate', session_id: sessionId, token: grant.token });
     });
+  }
+
+  /**
+   * The offer, answer and candidates of a WebRTC session for this session, over this connection
+   * (`rtc-offer`, `rtc-answer`, `rtc-candidate`; `docs/protocol/webrtc.md`).
+   */
+  rtcSignalling(): RtcSignalling {
+    return {
+      exchange: (sdp) => {
+        const state = this.#state;
+        const sessionId = this.#sessionId;
+        if (state.kind !== 'open' || sessionId === undefined) {
+          return Promise.reject(new Error('the signalling connection is not open'));
+        }
+        this.#rtcWaiter?.(new Error('replaced by a newer WebRTC offer'));
+        return new Promise<string>((resolve, reject) => {
+          const timer = this.#clock.setTimeout(
+            () => this.#rtcWaiter?.(new Error('the robot did not answer the WebRTC offer in time')),
+            RTC_ANSWER_TIMEOUT_MS,
+          );
+          this.#rtcWaiter = (result) => {
+            this.#clock.clearTimeout(timer);
+            this.#rtcWaiter = undefined;
+            if (result instanceof Error) reject(result);
+            else resolve(result);
+          };
+          this.#send(state.socket, { type: 'rtc-offer', session_id: sessionId, sdp });
+        });
+      },
+      sendCandidate: (candidate, mid) => {
+        const state = this.#state;
+        const sessionId = this.#sessionId;
+        if (state.kind === 'open' && sessionId !== undefined) {
+          this.#send(state.socket, { type: 'rtc-candidate', session_id: sessionId, candidate, mid });
+        }
+      },
+      onCandidate: (listener) => {
+        this.#rtcCandidateListeners.add(listener);
+        return () => this.#rtcCandidateListeners.delete(listener);
+      },
+    };
   }
 
   /**
@@ -613,9 +664,14 @@ export class SignalSession {
         // Robot messages: a pilot has no use for them.
         return;
       case 'rtc-answer':
-      case 'rtc-candidate':
+        if (message.session_id === this.#sessionId) this.#rtcWaiter?.(message.sdp);
+        return;
       case 'rtc-refused':
-        // Answers to an `rtc-offer`, which this SDK does not send yet (ADR 0022).
+        if (message.session_id === this.#sessionId) this.#rtcWaiter?.(new Error(message.message));
+        return;
+      case 'rtc-candidate':
+        if (message.session_id !== this.#sessionId) return;
+        for (const listener of this.#rtcCandidateListeners) listener(message.candidate, message.mid);
         return;
       default:
         message satisfies never;
@@ -646,6 +702,14 @@ export class SignalSession {
       ...(message.relay_grant === undefined
         ? {}
         : { relayGrant: { host: message.relay_grant.host, token: message.relay_grant.token } }),
+      ...(message.backends !== undefined && { backends: message.backends }),
+      ...(message.ice_servers !== undefined && {
+        iceServers: message.ice_servers.map((s) => ({
+          urls: s.url,
+          ...(s.username !== undefined && { username: s.username }),
+          ...(s.credential !== undefined && { credential: s.credential }),
+        })),
+      }),
     });
   }
 

@@ -2,6 +2,7 @@
  * A browser `WebSocket` the test drives by hand, standing in for svc-cloud's signalling: the test
  * delivers server messages and closes it; it records what the pilot sent and how it closed it.
  */
+import { FakeClock, memoryLogger } from '@svc/runtime/testing';
 import {
   encodeSignalMessage,
   parseSignalClientMessage,
@@ -9,6 +10,8 @@ import {
   type SignalServerMessage,
   WireError,
 } from '@svc/wire';
+import { PilotConnection, type PilotConnectOptions, SignalSession } from '../../src/index.js';
+import { fakeTransports } from './fake-transport.js';
 
 /** One socket the pilot opened. */
 export class FakeSignalSocket {
@@ -93,3 +96,36 @@ export const SIGNAL_OFFER = {
   channels: [],
   relay: false,
 } as const satisfies SignalServerMessage;
+
+/**
+ * A {@link PilotConnection} whose signalling runs on fake sockets, on fake time, with fake
+ * transports (none with `webTransport: false`: a browser without WebTransport); `extra` adds to or
+ * overrides its options.
+ */
+export function signalledConnection(
+  extra: Partial<PilotConnectOptions> & { readonly webTransport?: false } = {},
+) {
+  const clock = new FakeClock(1000);
+  const { sockets, WebSocketImpl } = fakeSignalSockets();
+  const { made, create } = fakeTransports();
+  const { webTransport, ...rest } = extra;
+  const connection = new PilotConnection({
+    signalUrl: 'wss://cloud.example/ws',
+    robotId: 'r1',
+    token: 'tok',
+    container: {} as HTMLElement,
+    clock,
+    random: () => 0.5,
+    logger: memoryLogger(),
+    ...(webTransport !== false && { createTransport: create }),
+    openSignalling: (options) => new SignalSession({ ...options, WebSocketImpl }),
+    closeOnPageHide: false,
+    ...rest,
+  } as PilotConnectOptions);
+  const socket = () => {
+    const s = sockets.at(-1);
+    if (s === undefined) throw new Error('no signalling socket');
+    return s;
+  };
+  return { clock, connection, sockets, made, socket };
+}
