@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PilotChannelStats, PilotConnectionStats } from '../src/connection/options.js';
 import { formatBitrate, formatMs, formatPayload, hexDump, MAX_HEX_BYTES } from '../src/elements/format.js';
-import { HISTORY_WINDOW_MS, History, hudItems, RateTracker } from '../src/elements/hud.js';
+import { HISTORY_WINDOW_MS, History, hudItems, pathText, RateTracker } from '../src/elements/hud.js';
 import { refusal, refusalCodeOfConnection, refusalCodeOfOffer } from '../src/elements/refusal.js';
 import { SensorBoard } from '../src/elements/sensors.js';
 
@@ -77,6 +77,14 @@ function stats(channel: PilotChannelStats): PilotConnectionStats {
 }
 
 describe('HUD', () => {
+  it('names the path and, on WebRTC, the transport', () => {
+    const base = stats(channelStats(0, {}));
+    expect(pathText(base)).toBeUndefined();
+    expect(pathText({ ...base, path: 'direct', backend: 'webtransport' })).toBe('direct');
+    expect(pathText({ ...base, path: 'relay', backend: 'webtransport' })).toBe('relay (through the cloud)');
+    expect(pathText({ ...base, path: 'direct', backend: 'webrtc' })).toBe('direct (WebRTC)');
+  });
+
   it('computes frame rate, chunk loss and repairs between two snapshots', () => {
     const rates = new RateTracker();
     expect(rates.update(stats(channelStats(0, {})), 0).size).toBe(0);

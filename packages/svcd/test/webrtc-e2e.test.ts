@@ -207,6 +207,8 @@ describe('a session on the WebRTC backend', () => {
     });
     expect(result.hadWebTransport).toBe(true); // it was there, and the test took it away
     expect(result.states).toContain('connected');
+    expect(result.stats.backend).toBe('webrtc');
+    expect(result.stats.path).toBe('direct');
     const video = Object.values(result.stats.channels)[0]!;
     expect(video.painted).toBeGreaterThan(30); // of about 90 in 3 s
     expect(result.message).toBeNull();

@@ -210,6 +210,13 @@ export class PilotConnection {
     return 'link' in state ? state.link.path : undefined;
   }
 
+  /** The transport the session runs on, while it has one. */
+  get backend(): 'webtransport' | 'webrtc' | undefined {
+    const state = this.#state;
+    if (!('link' in state)) return undefined;
+    return state.link.url === RTC_URL ? 'webrtc' : 'webtransport';
+  }
+
   /** The latest offer from svc-cloud (`undefined` with a given offer, or before the first). */
   get offer(): RobotOffer | undefined {
     return this.#offer;
@@ -444,6 +451,7 @@ export class PilotConnection {
       robot: this.#robotStats,
       ...(this.#profile !== undefined && { profile: this.#profile }),
       ...(this.path !== undefined && { path: this.path }),
+      ...(this.backend !== undefined && { backend: this.backend }),
       pathSwitches: this.#pathSwitches,
     };
   }

@@ -269,6 +269,8 @@ export interface PilotConnectionStats {
   readonly profile?: QosProfileName;
   /** How the session's packets travel now: `direct`, or through svc-cloud's `relay`. */
   readonly path?: 'direct' | 'relay';
+  /** The transport the session runs on (`docs/protocol/webrtc.md`). */
+  readonly backend?: 'webtransport' | 'webrtc';
   /** The path's changes during this session, oldest first (a move from the relay to a direct path). */
   readonly pathSwitches: readonly PathSwitch[];
 }

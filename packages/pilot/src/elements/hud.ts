@@ -94,6 +94,7 @@ export interface HudItem {
  */
 export function pathText(stats: PilotConnectionStats): string | undefined {
   if (stats.path === undefined) return undefined;
+  if (stats.backend === 'webrtc') return 'direct (WebRTC)';
   if (stats.path === 'relay') return 'relay (through the cloud)';
   const last = stats.pathSwitches.at(-1);
   if (last === undefined) return 'direct';
