@@ -1,10 +1,9 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { type LaunchedChromium, launchChromium } from '@svc/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSelfSignedCertificate } from '../src/cert/index.js';
 import { type QuicCloseInfo, type QuicConnection, QuicEndpoint } from '../src/quic/index.js';
 import { SwitchableCertificates } from './support/quic-server.js';
+import { servePage } from './support/serve-page.js';
 
 /** The page: opens a WebTransport session pinned to the hash and records how it ends. */
 function pageHtml(url: string, hashBase64: string): string {
@@ -22,17 +21,6 @@ window.wtOutcome = (async () => {
   }
 })();
 </script>`;
-}
-
-/** Serves `html` at `/` from 127.0.0.1 on a free port (a secure context for Chromium). */
-async function servePage(html: string): Promise<{ server: Server; origin: string }> {
-  const server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-    res.end(html);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { server, origin: `http://127.0.0.1:${port}` };
 }
 
 describe('QuicEndpoint with Chromium', () => {

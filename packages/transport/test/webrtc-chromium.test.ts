@@ -4,13 +4,13 @@
  * candidates trickle both ways (the page's host candidates hidden behind mDNS names, as a browser
  * gives them). Datagrams of the largest size both ways, the control stream, and the close's code.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { type LaunchedChromium, launchChromium } from '@svc/testkit';
 import { RTC_CHANNELS as CHANNELS, RTC_MAX_DATAGRAM_BYTES as MAX_DATAGRAM_BYTES } from '@svc/wire';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerWebRtc } from '../src/webrtc/peer.js';
+import { servePage } from './support/serve-page.js';
 
 /** The page's side, run in Chromium: a peer connection whose offer and candidates the test carries. */
 const PAGE = `<!doctype html><meta charset="utf-8"><title>rtc</title><script>
@@ -36,16 +36,6 @@ window.startRtc = async () => {
   return pc.localDescription.sdp;
 };
 </script>`;
-
-async function servePage(html: string): Promise<{ server: Server; origin: string }> {
-  const server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-    res.end(html);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { server, origin: `http://127.0.0.1:${port}` };
-}
 
 describe('WebRTC backend with Chromium', () => {
   let chromium: LaunchedChromium;
