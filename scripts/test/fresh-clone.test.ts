@@ -27,7 +27,8 @@ const INSTALL_TIMEOUT_MS = 9 * 60_000;
  * short and current.
  */
 const KNOWN_WITHOUT_LINUX_ARM64: Readonly<Record<string, string>> = {
-  // The QUIC transport's native build: upstream publishes darwin, win32 and linux-x64 only.
+  // The QUIC transport's native build: upstream publishes darwin, win32 and linux-x64 only. It is an
+  // optional dependency of @svc/transport: without it svcd serves on WebRTC only (ADR 0022).
   '@matrixai/quic': 'no @matrixai/quic-linux-arm64 is published for 2.0.9',
 };
 

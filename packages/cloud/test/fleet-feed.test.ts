@@ -75,12 +75,14 @@ function online(at: Date, sessions: number): PresenceView {
     channels: [],
     candidates: [],
     relay: false,
+    backends: ['quic'],
     sessions: Array.from({ length: sessions }, (_, i) => ({
       sessionId: `s${i}`,
       role: 'observer' as const,
       sub: 'anonymous',
       started: true,
       path: 'direct' as const,
+      backend: 'quic' as const,
     })),
   };
 }

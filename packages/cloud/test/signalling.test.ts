@@ -337,6 +337,7 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
         sessionId: offer.session_id,
         role: 'driver',
         path: 'direct',
+        backend: 'quic',
       });
     });
 
@@ -473,7 +474,7 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
         online: true,
         channels: announced.channels,
         candidates: announced.candidates,
-        sessions: [{ sessionId: offer.session_id, role: 'driver', path: 'direct' }],
+        sessions: [{ sessionId: offer.session_id, role: 'driver', path: 'direct', backend: 'quic' }],
         lastSeenAt: expect.any(String),
       });
       expect(byId.get(offline.robotId)).toMatchObject({ online: false, channels: [], sessions: [] });
@@ -501,7 +502,14 @@ describe.each(databaseBackends)('signalling on $name', (backend) => {
 
       const path = `/api/v1/robots/${robot.robotId}/sessions`;
       expect((await h.http('GET', path, alice.token)).body.sessions).toEqual([
-        { sessionId: offer.session_id, role: 'driver', sub: 'user:revoked', started: true, path: 'direct' },
+        {
+          sessionId: offer.session_id,
+          role: 'driver',
+          sub: 'user:revoked',
+          started: true,
+          path: 'direct',
+          backend: 'quic',
+        },
       ]);
       // Another org's admin neither sees nor ends it.
       expect((await h.http('GET', path, bob.token)).status).toBe(404);

@@ -58,4 +58,17 @@ describe('PilotConnection backend choice', () => {
       ),
     ]);
   });
+
+  it('takes WebRTC for a robot that serves only WebRTC and announces no address, though the browser has WebTransport', async () => {
+    const t = await offered(
+      { ...OFFER, candidates: [], relay: false, backends: ['webrtc'] },
+      { webTransport: true },
+    );
+    expect(t.made).toEqual([]);
+    // Node has no RTCPeerConnection: the attempt got as far as the WebRTC dial, and says so.
+    expect(t.states.at(-1)).toEqual([
+      'reconnecting',
+      expect.stringMatching(/^this browser has no RTCPeerConnection \(WebRTC\), which this robot needs/),
+    ]);
+  });
 });

@@ -123,7 +123,7 @@ describe('PilotConnection: offering', () => {
     await settle();
     expect(h.connection.state).toBe('reconnecting');
     expect(h.states.at(-1)?.[1]).toMatch(
-      /^robot r1 announced no address it can be reached at, and does not allow the cloud relay \(relay = false\); retrying/,
+      /^robot r1 announced no address it can be reached at, does not serve WebRTC, and does not allow the cloud relay \(relay = false\); retrying/,
     );
     expect(h.transports).toHaveLength(0);
   });

@@ -106,26 +106,37 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
     throw err;
   }
 
-  const portMapper = agent.port_mapping
-    ? new PortMapper({
-        port: daemon.port,
-        lifetimeS: agent.port_mapping_lifetime_s,
-        clients: createGatewayClients({
-          protocols: agent.port_mapping_protocols,
-          ...(agent.port_mapping_gateway !== undefined && { gateway: agent.port_mapping_gateway }),
-          ...(options.host !== undefined &&
-            isIPv4(options.host) &&
-            options.host !== '0.0.0.0' && { internalAddress: options.host }),
-        }),
-        logger,
-      })
-    : undefined;
-  const candidates = candidateSource({
-    port: daemon.port,
-    ipv6: agent.ipv6,
-    ...(options.host !== undefined && { addresses: [options.host] }),
-    ...(portMapper !== undefined && { mapped: () => portMapper.candidate() }),
-  });
+  const quicPort = daemon.port;
+  if (agent.port_mapping && quicPort === undefined) {
+    logger.warn(
+      {},
+      'port_mapping = true has nothing to map: this daemon has no QUIC port (no QUIC binding on this machine); WebRTC sessions find their way through NAT with ICE and TURN',
+    );
+  }
+  const portMapper =
+    agent.port_mapping && quicPort !== undefined
+      ? new PortMapper({
+          port: quicPort,
+          lifetimeS: agent.port_mapping_lifetime_s,
+          clients: createGatewayClients({
+            protocols: agent.port_mapping_protocols,
+            ...(agent.port_mapping_gateway !== undefined && { gateway: agent.port_mapping_gateway }),
+            ...(options.host !== undefined &&
+              isIPv4(options.host) &&
+              options.host !== '0.0.0.0' && { internalAddress: options.host }),
+          }),
+          logger,
+        })
+      : undefined;
+  const candidates =
+    quicPort === undefined
+      ? () => []
+      : candidateSource({
+          port: quicPort,
+          ipv6: agent.ipv6,
+          ...(options.host !== undefined && { addresses: [options.host] }),
+          ...(portMapper !== undefined && { mapped: () => portMapper.candidate() }),
+        });
   const channels: SignalChannel[] = config.channels.map((c) => ({
     id: c.id,
     name: c.name,
@@ -143,9 +154,9 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
       cert_hashes: daemon.certificateHashes(),
       channels,
       max_sessions: agent.max_sessions,
-      relay: agent.relay,
+      relay: agent.relay && daemon.port !== undefined,
       driver_grace_ms: agent.driver_grace_ms,
-      backends: ['quic', 'webrtc'],
+      backends: [...daemon.backends],
     }),
     onRtcSession: (message) => rtc.offer(message),
     onRtcCandidate: (message) => rtc.candidate(message),
@@ -200,6 +211,7 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
         role: session.role,
         sub: session.sub,
         path: session.path,
+        backend: session.backend,
       }),
     ),
     daemon.sessions.on('ended', ({ session }) => signalling.sessionEnded(session.sessionId)),

@@ -4,6 +4,7 @@ import type { Logger } from '@svc/runtime';
 import {
   answerWebRtc,
   CertificateRotation,
+  quicBinding,
   type RelayAttachRequest,
   type RelayAttachResult,
   type Session,
@@ -11,6 +12,7 @@ import {
   type WebRtcIceServer,
   WebTransportServer,
 } from '@svc/transport';
+import type { SessionBackend } from '@svc/wire';
 import { certificatePath, loadCertificate, saveCertificate } from './certificate-store.js';
 import { ChannelQos } from './channel-qos.js';
 import { CommandChannel } from './command-channel.js';
@@ -40,7 +42,10 @@ export interface ServeOptions {
 
 /** A running daemon. */
 export interface RunningDaemon {
-  readonly port: number;
+  /** The QUIC port; `undefined` when this install has no QUIC binding and serves WebRTC only. */
+  readonly port: number | undefined;
+  /** The transports pilots can reach this daemon on, as announced to svc-cloud. */
+  readonly backends: readonly SessionBackend[];
   /** SHA-256 of the current certificate (and the previous one during a rotation), hex. */
   certificateHashes(): string[];
   /** The open sessions: the signalling client revokes through it and follows its events. */
@@ -155,17 +160,26 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
     certificates.stop();
     throw err;
   }
-  const server = await WebTransportServer.listen({
-    host: options.host ?? (config.agent.ipv6 ? '::' : '0.0.0.0'),
-    port: config.agent.quic_port,
-    certificates,
-    path: '/',
-    // Room above max_sessions, so a pilot over the limit hears "robot busy" from the registry
-    // on the control stream instead of a bare HTTP 429.
-    maxSessions: config.agent.max_sessions + 4,
-    onError: (err) => logger.error({ err: String(err) }, 'transport error'),
-    onSession: (session) => accept(session),
-  });
+  const quic = quicBinding();
+  if (!quic.available) {
+    logger.warn(
+      { reason: quic.reason },
+      'no QUIC on this machine: pilots are served on WebRTC only (no WebTransport direct path and no QUIC relay); install a build of @matrixai/quic for this platform to add them',
+    );
+  }
+  const server = quic.available
+    ? await WebTransportServer.listen({
+        host: options.host ?? (config.agent.ipv6 ? '::' : '0.0.0.0'),
+        port: config.agent.quic_port,
+        certificates,
+        path: '/',
+        // Room above max_sessions, so a pilot over the limit hears "robot busy" from the registry
+        // on the control stream instead of a bare HTTP 429.
+        maxSessions: config.agent.max_sessions + 4,
+        onError: (err) => logger.error({ err: String(err) }, 'transport error'),
+        onSession: (session) => accept(session),
+      })
+    : undefined;
   /** A pilot's transport session, on either backend: a {@link PilotSession} serves it. */
   function accept(session: Session): void {
     logger.info({ session: session.id, remote: session.remoteAddress }, 'pilot session opened');
@@ -203,7 +217,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   try {
     for (const channel of channels) await channel.start(options.env ?? process.env);
   } catch (err) {
-    await Promise.all([...channels.map((c) => c.stop()), server.close(), ...opened.map((o) => o.close())]);
+    await Promise.all([...channels.map((c) => c.stop()), server?.close(), ...opened.map((o) => o.close())]);
     certificates.stop();
     throw err;
   }
@@ -243,10 +257,17 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
   }, QOS_PERIOD_MS);
   qosTimer.unref();
   return {
-    port: server.port,
+    port: server?.port,
+    backends: server === undefined ? ['webrtc'] : ['quic', 'webrtc'],
     certificateHashes: () => certificates.hashes().map(hex),
     sessions: registry,
-    attachRelay: (request) => server.attachRelay(request),
+    attachRelay: async (request) =>
+      server?.attachRelay(request) ?? {
+        ok: false,
+        code: 'unresolved',
+        message:
+          'this daemon has no QUIC port (no QUIC binding on this machine), so it cannot take a QUIC relay',
+      },
     async answerRtc(request) {
       const host = options.host;
       const answer = await answerWebRtc({
@@ -283,7 +304,7 @@ export async function serve(options: ServeOptions): Promise<RunningDaemon> {
       clearInterval(qosTimer);
       for (const ladder of recovery.values()) ladder.close();
       await Promise.all(channels.map((c) => c.stop()));
-      await server.close();
+      await server?.close();
       await Promise.all(opened.map((o) => o.close()));
       certificates.stop();
       // The WebRTC sessions' close messages leave before the process may end.

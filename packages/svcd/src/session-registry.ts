@@ -46,6 +46,8 @@ export interface OpenSession {
   readonly startedAtMs: number;
   /** How the session's packets travel: straight from the pilot, or through svc-cloud's relay. */
   readonly path: 'direct' | 'relay';
+  /** What carries them: WebTransport over QUIC, or WebRTC data channels. */
+  readonly backend: 'quic' | 'webrtc';
 }
 
 /** Stable codes of a refused admission. */
@@ -67,6 +69,8 @@ export interface AdmitRequest {
   readonly roleChanged?: (session: OpenSession, reason: string) => void;
   /** How its packets travel (default `direct`). */
   readonly path?: 'direct' | 'relay';
+  /** What carries them (default `quic`). */
+  readonly backend?: 'quic' | 'webrtc';
 }
 
 /** A session started or ended; `sessions` is the count of open sessions after the change. */
@@ -241,6 +245,7 @@ export class SessionRegistry {
       exp: grant.exp,
       startedAtMs: this.#now(),
       path: request.path ?? 'direct',
+      backend: request.backend ?? 'quic',
     });
     this.#open.set(sessionId, { session, close: request.close, roleChanged: request.roleChanged });
     if (role === 'driver') {

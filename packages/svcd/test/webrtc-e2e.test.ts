@@ -34,18 +34,26 @@ afterAll(async () => {
 
 let signalUrl: string;
 let daemon: RobotDaemon;
-let mintToken: () => Promise<string>;
+let mintToken: (robotId?: string) => Promise<string>;
+let enrolmentToken: () => Promise<string>;
+let waitOnline: (robotId: string) => Promise<void>;
+/** The robot as svc-cloud's API shows it to an admin of its org. */
+let robotView: (robotId: string) => Promise<Record<string, unknown>>;
 const ROBOT = 'rtc-amr';
+const withoutQuicHook = fileURLToPath(new URL('./fixtures/without-quic.mjs', import.meta.url));
 
 beforeAll(async () => {
   const cloud = await startCloudProcess();
   cleanups.push(() => cloud.stop());
   const alice = await cloud.signIn('dev-alice');
-  const enrolment = await cloud.call('POST', `/api/v1/orgs/${alice.orgId}/enrolment-tokens`, {
-    token: alice.accessToken,
-    body: {},
-  });
-  expect(enrolment.status).toBe(201);
+  enrolmentToken = async () => {
+    const enrolment = await cloud.call('POST', `/api/v1/orgs/${alice.orgId}/enrolment-tokens`, {
+      token: alice.accessToken,
+      body: {},
+    });
+    expect(enrolment.status).toBe(201);
+    return enrolment.body.token as string;
+  };
   const rtpPort = await freeUdpPort();
   const files = await writeRobotConfig({
     robotId: ROBOT,
@@ -54,30 +62,38 @@ beforeAll(async () => {
   });
   const camera = ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: 100_000, gop: 30 });
   cleanups.push(() => camera.stop());
-  daemon = startRobotDaemon(files, { SVC_ENROLMENT_TOKEN: enrolment.body.token as string });
+  daemon = startRobotDaemon(files, { SVC_ENROLMENT_TOKEN: await enrolmentToken() });
   cleanups.push(() => daemon.stop());
   await daemon.waitForLog('svcd running', 1, 30_000);
   signalUrl = cloud.signalUrl;
-  mintToken = async () => {
+  mintToken = async (robotId = ROBOT) => {
     const answer = await cloud.call('POST', '/api/v1/session-tokens', {
       token: alice.accessToken,
-      body: { robotId: ROBOT, scope: 'drive' },
+      body: { robotId, scope: 'drive' },
     });
     expect(answer.status).toBe(201);
     return answer.body.token as string;
   };
+  robotView = async (robotId) => {
+    const answer = await cloud.call('GET', `/api/v1/robots/${robotId}`, { token: alice.accessToken });
+    expect(answer.status).toBe(200);
+    return answer.body.robot as Record<string, unknown>;
+  };
   // Online: the robot's announcement reached svc-cloud.
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const robot = await cloud.call('GET', `/api/v1/robots/${ROBOT}`, { token: alice.accessToken });
-    if (robot.body.robot?.online === true) break;
-    if (Date.now() > deadline) throw new Error(`the robot never came online\n${daemon.log().slice(-2000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  waitOnline = async (robotId) => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const robot = await cloud.call('GET', `/api/v1/robots/${robotId}`, { token: alice.accessToken });
+      if (robot.body.robot?.online === true) return;
+      if (Date.now() > deadline) throw new Error(`robot ${robotId} never came online`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+  await waitOnline(ROBOT);
 }, 90_000);
 
 /** A pilot's signalling connection: authenticated, with the offer of one session. */
-async function signalledPilot(token: string) {
+async function signalledPilot(token: string, robotId = ROBOT) {
   const ws = new WebSocket(signalUrl, SIGNAL_SUBPROTOCOL);
   cleanups.push(() => ws.close());
   const inbox: Message[] = [];
@@ -102,9 +118,9 @@ async function signalledPilot(token: string) {
   await next('challenge');
   send({ type: 'auth', v: 2, token });
   await next('auth-ok');
-  send({ type: 'connect', robot_id: ROBOT });
+  send({ type: 'connect', robot_id: robotId });
   const offer = await next('offer');
-  return { ws, send, next, offer, sessionId: offer.session_id as string };
+  return { ws, send, next, offer, sessionId: offer.session_id as string, close: () => ws.close() };
 }
 
 describe('a session on the WebRTC backend', () => {
@@ -185,6 +201,15 @@ describe('a session on the WebRTC backend', () => {
     // svc-cloud hears the session started.
     const started = await pilot.next('driver', 15_000);
     expect(started).toMatchObject({ robot_id: ROBOT, session_id: pilot.sessionId });
+    // And shows it, on WebRTC, to the robot's admins (the console's Sessions now).
+    const robot = await robotView(ROBOT);
+    expect(robot.backends).toEqual(['quic', 'webrtc']);
+    expect(robot.sessions).toContainEqual({
+      sessionId: pilot.sessionId,
+      role: 'driver',
+      path: 'direct',
+      backend: 'webrtc',
+    });
     session.close(0, 'pilot closed');
   }, 60_000);
 
@@ -213,6 +238,45 @@ describe('a session on the WebRTC backend', () => {
     expect(video.painted).toBeGreaterThan(30); // of about 90 in 3 s
     expect(result.message).toBeNull();
   }, 90_000);
+
+  it('a robot whose install has no QUIC binding serves on WebRTC, and a browser with WebTransport takes it', async () => {
+    const robotId = 'rtc-no-quic';
+    const rtpPort = await freeUdpPort();
+    const files = await writeRobotConfig({
+      robotId,
+      signalUrl,
+      channels: videoChannel(`rtp://127.0.0.1:${rtpPort}`, 'avc1.42c00d'),
+    });
+    const camera = ffmpegRtpSource({ codec: 'h264', port: rtpPort, frames: 100_000, gop: 30 });
+    cleanups.push(() => camera.stop());
+    const withoutQuic = startRobotDaemon(files, {
+      SVC_ENROLMENT_TOKEN: await enrolmentToken(),
+      NODE_OPTIONS: `--import ${withoutQuicHook}`,
+    });
+    cleanups.push(() => withoutQuic.stop());
+    await withoutQuic.waitForLog('svcd running', 1, 30_000);
+    expect(withoutQuic.log()).toMatch(/no QUIC on this machine: pilots are served on WebRTC only/);
+    expect(withoutQuic.log()).toMatch(/does not load on linux-x64: Cannot find package '@matrixai\/quic/);
+    await waitOnline(robotId);
+    const pilot = await signalledPilot(await mintToken(robotId), robotId);
+    expect(pilot.offer).toMatchObject({ backends: ['webrtc'], candidates: [] });
+    pilot.close();
+    expect(await robotView(robotId)).toMatchObject({ backends: ['webrtc'], candidates: [], relay: false });
+
+    const chromium = await ChromiumSession.open();
+    cleanups.push(() => chromium.close());
+    const result = await chromium.run<WatchResult>({
+      entry: page,
+      exportName: 'watch',
+      args: [signalUrl, robotId, await mintToken(robotId), 3],
+      timeoutMs: 60_000,
+    });
+    expect(result.states).toContain('connected');
+    expect(result.stats.backend).toBe('webrtc');
+    const video = Object.values(result.stats.channels)[0]!;
+    expect(video.painted).toBeGreaterThan(30); // of about 90 in 3 s
+    expect(result.message).toBeNull();
+  }, 120_000);
 
   it('ends on SIGTERM after serving WebRTC sessions, without being killed (libdatachannel released)', async () => {
     daemon.process.kill('SIGTERM');

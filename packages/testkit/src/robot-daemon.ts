@@ -145,6 +145,8 @@ export interface RobotDaemonOptions {
   readonly prefix?: readonly string[];
   /** `--host`: the address to bind and announce (default `127.0.0.1`); `null` binds all and announces the interfaces'. */
   readonly host?: string | null;
+  /** The `svcd` command (default: this checkout's `packages/svcd/bin/svcd`), e.g. another install's. */
+  readonly svcd?: string;
 }
 
 /**
@@ -159,7 +161,7 @@ export function startRobotDaemon(
   const host = options.host === undefined ? '127.0.0.1' : options.host;
   const [command, ...args] = [
     ...(options.prefix ?? []),
-    SVCD,
+    options.svcd ?? SVCD,
     '--config',
     robot.configPath,
     ...(host === null ? [] : ['--host', host]),

@@ -27,6 +27,7 @@ import { CodedError, codedErrorGuard } from '@svc/runtime';
  * - `datagram-too-large`: a datagram larger than the connection can carry now.
  * - `datagram-unavailable`: the peer does not accept datagrams, or the handshake is not complete.
  * - `socket-error`: the UDP socket failed.
+ * - `quic-unavailable`: the QUIC binding does not load on this machine (no build for its platform).
  * - `closed`: the stream, session or connection is already closed.
  */
 export type TransportErrorCode =
@@ -49,6 +50,7 @@ export type TransportErrorCode =
   | 'datagram-too-large'
   | 'datagram-unavailable'
   | 'socket-error'
+  | 'quic-unavailable'
   | 'closed';
 
 /** The one error class of `@svc/transport`: bad bytes or rule breaks from the peer, or a closed handle. */

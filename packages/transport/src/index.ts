@@ -5,6 +5,7 @@
  */
 export * from './cert/index.js';
 export { isTransportError, TransportError, type TransportErrorCode } from './errors.js';
+export { type QuicBinding, quicBinding } from './quic/binding.js';
 export * from './quic/index.js';
 export {
   RELAY_ATTACH_RETRY_MS,

@@ -42,6 +42,8 @@ export interface Session {
   /** Unique within the process, for logs. */
   readonly id: string;
   readonly kind: 'direct' | 'relay';
+  /** What carries it: WebTransport over QUIC, or WebRTC data channels. */
+  readonly backend: 'quic' | 'webrtc';
   /** The peer's address, `host:port`. */
   readonly remoteAddress: string;
   /** The request path the session was opened on. */

@@ -212,6 +212,8 @@ const clientOthers = [
       sub: z.string().max(256),
       /** How the session's packets travel (absent from robots before the relay: `direct`). */
       path: sessionPath.optional(),
+      /** What carries them (absent from robots before WebRTC: `quic`). */
+      backend: z.enum(SESSION_BACKENDS).optional(),
     })
     .strict(),
   /** A session's packets now travel another way (the pilot moved from the relay to a direct path). */

@@ -3,6 +3,8 @@
  * record, its presence on this node, the caller's access, who drives it and its last signalling
  * denial. One schema and one function, so the list and the stream never disagree.
  */
+
+import { SESSION_BACKENDS } from '@svc/wire';
 import { and, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
 import {
@@ -23,10 +25,14 @@ const sessionPath = z
   .describe(
     "How the session's packets travel: straight between pilot and robot, or through svc-cloud's relay",
   );
+const sessionBackend = z
+  .enum(SESSION_BACKENDS)
+  .describe('What carries the session: WebTransport over QUIC (`quic`), or WebRTC data channels (`webrtc`)');
 const robotSession = z.object({
   sessionId: z.string(),
   role: z.enum(['driver', 'observer']),
   path: sessionPath,
+  backend: sessionBackend,
 });
 
 /** Who holds the driver slot. */
@@ -89,6 +95,11 @@ export const robotSchema = z.object({
     }),
   ),
   relay: z.boolean().describe('Whether the robot offers the cloud relay'),
+  backends: z
+    .array(z.enum(SESSION_BACKENDS))
+    .describe(
+      'The transports the robot serves while online: `quic` (WebTransport, and the cloud relay) and `webrtc` (ICE and TURN); empty while offline',
+    ),
   sessions: z.array(robotSession),
   driver: robotDriver,
   lastDenial: robotDenial,
@@ -142,7 +153,13 @@ export function robotView(row: RobotRecord, inputs: ViewInputs): RobotView {
     channels: [...presence.channels],
     candidates: [...presence.candidates],
     relay: presence.relay,
-    sessions: presence.sessions.map((x) => ({ sessionId: x.sessionId, role: x.role, path: x.path })),
+    backends: [...presence.backends],
+    sessions: presence.sessions.map((x) => ({
+      sessionId: x.sessionId,
+      role: x.role,
+      path: x.path,
+      backend: x.backend,
+    })),
     driver: driverOf(presence, inputs.person),
     lastDenial:
       row.lastDenialReason === null || row.lastDenialAt === null

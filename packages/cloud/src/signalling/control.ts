@@ -1,4 +1,4 @@
-import type { SessionPath, SignalClientMessage, SignalServerMessage } from '@svc/wire';
+import type { SessionBackend, SessionPath, SignalClientMessage, SignalServerMessage } from '@svc/wire';
 import type { AuditEntry } from '../audit/index.js';
 import type { PilotState, SignalConnection } from './connection.js';
 import { notAllowed, type SignallingHub } from './hub.js';
@@ -353,10 +353,11 @@ export class DriverControl {
     role: 'driver' | 'observer',
     sub: string,
     path?: SessionPath,
+    backend?: SessionBackend,
   ): void {
     const before = presence.driver;
     const pathBefore = presence.session(sessionId)?.path;
-    if (presence.started(sessionId, role, sub, path)) {
+    if (presence.started(sessionId, role, sub, path, backend)) {
       presence.reservation = undefined;
       const record = presence.session(sessionId);
       if (record !== undefined)

@@ -31,6 +31,8 @@ export interface SessionRecord {
   refusedAt: number | undefined;
   /** How its packets travel, as the robot reports it (`direct` until it says otherwise). */
   path: SessionPath;
+  /** What carries them, as the robot reports it (`quic` until it says otherwise). */
+  backend: SessionBackend;
 }
 
 /** The pilot connection a session was offered to: told about the slot, and when the session is gone. */
@@ -96,8 +98,10 @@ export interface SessionView {
   readonly sub: string;
   /** `true` once the robot reported it running; `false` while offered and not yet started. */
   readonly started: boolean;
-  /** How its packets travel: `direct`, or through svc-cloud's `relay`. */
+  /** How its packets travel: `direct`, or through svc-cloud's `relay` (a TURN server's, on WebRTC). */
   readonly path: SessionPath;
+  /** What carries them: WebTransport over QUIC, or WebRTC data channels. */
+  readonly backend: SessionBackend;
 }
 
 /** A robot's presence as the API shows it. */
@@ -108,6 +112,8 @@ export interface PresenceView {
   readonly channels: readonly SignalChannel[];
   readonly candidates: readonly SignalCandidate[];
   readonly relay: boolean;
+  /** The transports the robot serves (empty while offline). */
+  readonly backends: readonly SessionBackend[];
   readonly sessions: readonly SessionView[];
 }
 
@@ -215,6 +221,7 @@ export class RobotPresence {
       pilot,
       refusedAt: undefined,
       path: 'direct',
+      backend: 'quic',
     };
     this.map().set(sessionId, record);
     this.onChange(this);
@@ -226,7 +233,13 @@ export class RobotPresence {
    * the slot itself, so its word is taken: a driver it reports holds the slot. Returns whether the
    * session just acquired the slot (it was not a running driver before).
    */
-  started(sessionId: string, role: SessionRole, sub: string, path?: SessionPath): boolean {
+  started(
+    sessionId: string,
+    role: SessionRole,
+    sub: string,
+    path?: SessionPath,
+    backend?: SessionBackend,
+  ): boolean {
     let record = this.sessionMap?.get(sessionId);
     if (record === undefined) {
       record = {
@@ -241,6 +254,7 @@ export class RobotPresence {
         pilot: undefined,
         refusedAt: undefined,
         path: path ?? 'direct',
+        backend: backend ?? 'quic',
       };
       this.map().set(sessionId, record);
       if (role === 'driver') this.driver = sessionId;
@@ -252,6 +266,7 @@ export class RobotPresence {
     record.role = role;
     record.sub = sub;
     if (path !== undefined) record.path = path;
+    if (backend !== undefined) record.backend = backend;
     if (role === 'driver') this.driver = sessionId;
     else if (this.driver === sessionId) this.driver = undefined;
     this.onChange(this);
@@ -359,12 +374,14 @@ export class RobotPresence {
       channels: a?.channels ?? [],
       candidates: a?.candidates ?? [],
       relay: a?.relay ?? false,
+      backends: a?.backends ?? [],
       sessions: [...this.sessions()].map((s) => ({
         sessionId: s.sessionId,
         role: s.role,
         sub: s.sub,
         started: s.started,
         path: s.path,
+        backend: s.backend,
       })),
     };
   }
@@ -379,5 +396,13 @@ const EMPTY: ReadonlyMap<string, SessionRecord> = new Map();
 
 /** The presence of an offline robot: what the API shows when no connection holds it. */
 export function offlineView(lastSeenAt: Date | null): PresenceView {
-  return { online: false, lastSeenAt, channels: [], candidates: [], relay: false, sessions: [] };
+  return {
+    online: false,
+    lastSeenAt,
+    channels: [],
+    candidates: [],
+    relay: false,
+    backends: [],
+    sessions: [],
+  };
 }

@@ -154,7 +154,14 @@ export class RobotHandlers {
         return;
       }
       case 'session-started':
-        this.#control.started(presence, message.session_id, message.role, message.sub, message.path);
+        this.#control.started(
+          presence,
+          message.session_id,
+          message.role,
+          message.sub,
+          message.path,
+          message.backend,
+        );
         return;
       case 'session-path': {
         this.#control.pathChanged(presence, message.session_id, message.path);

@@ -802,9 +802,10 @@ export class PilotConnection {
       );
       return undefined;
     }
-    if (offer.urls.length > 0 || offer.relay) return offer;
+    // A WebRTC robot needs no announced address: ICE finds its own through signalling.
+    if (offer.urls.length > 0 || offer.relay || offer.backends?.includes('webrtc') === true) return offer;
     this.#drop(
-      `robot ${offer.robotId} announced no address it can be reached at, and does not allow the cloud relay (relay = false)`,
+      `robot ${offer.robotId} announced no address it can be reached at, does not serve WebRTC, and does not allow the cloud relay (relay = false)`,
     );
     return undefined;
   }

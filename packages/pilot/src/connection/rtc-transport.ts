@@ -39,6 +39,11 @@ const CLOSE_LINGER_MS = 100;
  */
 export function openRtcTransport(options: RtcTransportOptions): PilotTransport {
   const Impl = options.RTCPeerConnectionImpl ?? globalThis.RTCPeerConnection;
+  if (typeof Impl !== 'function') {
+    throw new TypeError(
+      'this browser has no RTCPeerConnection (WebRTC), which this robot needs; use a current Chromium, Firefox or Safari',
+    );
+  }
   const pc = new Impl({ iceServers: [...(options.iceServers ?? [])] });
   const open = (spec: (typeof RTC_CHANNELS)[keyof typeof RTC_CHANNELS]) => {
     const channel = pc.createDataChannel(spec.label, {

@@ -29,6 +29,10 @@ export class MovableSession implements Session {
     return this.#current.kind;
   }
 
+  get backend(): 'quic' | 'webrtc' {
+    return this.#current.backend;
+  }
+
   get remoteAddress(): string {
     return this.#current.remoteAddress;
   }

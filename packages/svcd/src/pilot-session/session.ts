@@ -507,6 +507,7 @@ export class PilotSession implements SessionQosProbe {
       close: (reason) => this.#revoked(reason),
       roleChanged: (open, reason) => this.#roleChanged(open, reason),
       path: this.#session.kind,
+      backend: this.#session.backend,
     });
     if (!admission.ok) {
       this.#deny(admission.reason, admission.code);

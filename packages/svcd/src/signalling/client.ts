@@ -22,6 +22,7 @@ import {
   MAX_SIGNAL_MESSAGE_BYTES,
   parseSignalServerMessage,
   robotChallengePayload,
+  type SessionBackend,
   SIGNAL_CLOSE,
   SIGNAL_SUBPROTOCOL,
   type SignalClientMessage,
@@ -216,13 +217,16 @@ export class SignallingClient {
    * @throws {TypeError} when the session breaks the schema (an empty id, a role that is not one),
    *   or after `stop()`.
    */
-  sessionStarted(session: SignallingSession & { readonly path?: 'direct' | 'relay' }): void {
+  sessionStarted(
+    session: SignallingSession & { readonly path?: 'direct' | 'relay'; readonly backend?: SessionBackend },
+  ): void {
     this.#refuseStopped('sessionStarted');
     const entry: SignallingSession = { session_id: session.session_id, role: session.role, sub: session.sub };
     const text = encodeSignalMessage({
       type: 'session-started',
       ...entry,
       ...(session.path === undefined ? {} : { path: session.path }),
+      ...(session.backend === undefined ? {} : { backend: session.backend }),
     });
     this.#sessions.set(entry.session_id, entry);
     if (this.#state.kind === 'online') this.#sendText(this.#state.ws, text);

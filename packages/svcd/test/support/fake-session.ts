@@ -14,6 +14,7 @@ export class FakeSession implements Session {
   static #next = 0;
   readonly id = `fake-${++FakeSession.#next}`;
   kind: 'direct' | 'relay' = 'direct';
+  backend: 'quic' | 'webrtc' = 'quic';
   readonly remoteAddress = '127.0.0.1:9';
   readonly path = '/';
   readonly control: ControlMessage[] = [];

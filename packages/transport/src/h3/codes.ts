@@ -58,6 +58,7 @@ const H3_CODE_FOR: { readonly [C in TransportErrorCode]: H3ErrorCode } = {
   'datagram-too-large': H3_ERROR.INTERNAL_ERROR,
   'datagram-unavailable': H3_ERROR.INTERNAL_ERROR,
   'socket-error': H3_ERROR.INTERNAL_ERROR,
+  'quic-unavailable': H3_ERROR.INTERNAL_ERROR,
   closed: H3_ERROR.NO_ERROR,
 };
 

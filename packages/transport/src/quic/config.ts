@@ -1,5 +1,5 @@
 import type { CertificateMaterial } from '../cert/self-signed.js';
-import { type NativeConfig, quiche } from './binding.js';
+import { loadQuiche, type NativeConfig } from './binding.js';
 
 /**
  * Congestion controllers this quiche build accepts (`setCcAlgorithmName`). quiche 0.18 as built
@@ -137,7 +137,7 @@ export function buildServerConfig(
 ): NativeConfig {
   // withBoringSslCtx(verifyPeer, verifyAllowFail, ca, keys, certChains, sigalgs): PEM bytes in
   // memory; the binding uses only the first key and chain of the lists.
-  const config = quiche.Config.withBoringSslCtx(
+  const config = loadQuiche().Config.withBoringSslCtx(
     false,
     false,
     null,

@@ -5,7 +5,7 @@
  */
 import { assertTransition, type Clock, type TransitionTable, TypedEmitter } from '@svc/runtime';
 import { TransportError } from '../errors.js';
-import { type NativeConnection, type NativeHostPort, quiche, quicheError } from './binding.js';
+import { loadQuiche, type NativeConnection, type NativeHostPort, quicheError } from './binding.js';
 import { maxDatagramSize, sendDatagram } from './datagrams.js';
 import { reportingLogger } from './report.js';
 import {
@@ -273,7 +273,7 @@ export class QuicConnection {
     checkStreamId(streamId);
     checkErrorCode(errorCode);
     this.#assertOpen();
-    const shutdown = direction === 'read' ? quiche.Shutdown.Read : quiche.Shutdown.Write;
+    const shutdown = direction === 'read' ? loadQuiche().Shutdown.Read : loadQuiche().Shutdown.Write;
     try {
       // Returns null (quiche's Done) when that side was already shut down: nothing to do.
       this.#native.streamShutdown(streamId, shutdown, errorCode);
@@ -402,7 +402,7 @@ export class QuicConnection {
     const state = this.#state;
     if (state.kind === 'closed' || state.kind === 'terminating') return;
     this.#transition({ kind: 'terminating', established: this.established });
-    this.#native.close(false, quiche.ConnectionErrorCode.NoError, utf8Encoder.encode(reason));
+    this.#native.close(false, loadQuiche().ConnectionErrorCode.NoError, utf8Encoder.encode(reason));
     this.#flush();
     this.#finish();
   }

@@ -56,7 +56,7 @@ import {
 } from '@svc/udp-batch';
 import type { CertificateSource } from '../cert/rotation.js';
 import type { CertificateMaterial } from '../cert/self-signed.js';
-import { type NativeConfig, type NativeConnection, type NativeHostPort, quiche } from './binding.js';
+import { loadQuiche, type NativeConfig, type NativeConnection, type NativeHostPort } from './binding.js';
 import {
   buildServerConfig,
   type QuicTransportOptions,
@@ -227,7 +227,8 @@ export class QuicEndpoint {
    * Binds the UDP socket and starts accepting connections.
    *
    * @throws TypeError for invalid options or a certificate quiche cannot load; the socket's
-   *   system error (`EADDRINUSE`, `EADDRNOTAVAIL`, …) when binding fails.
+   *   system error (`EADDRINUSE`, `EADDRNOTAVAIL`, …) when binding fails; TransportError
+   *   `quic-unavailable` when this machine's install has no QUIC binding.
    */
   static async listen(options: QuicEndpointOptions): Promise<QuicEndpoint> {
     const {
@@ -240,6 +241,8 @@ export class QuicEndpoint {
       batchedSends = true,
       batchedReceives = true,
     } = options;
+    // Before any socket is bound: an install without the binding hears why at once.
+    loadQuiche();
     const family = isIP(host);
     if (family === 0)
       throw new TypeError(`QUIC option host must be an IP address literal, got ${String(host)}`);
@@ -411,7 +414,7 @@ export class QuicEndpoint {
       this.#counters.unroutable++;
       return;
     }
-    if (!quiche.versionIsSupported(header.version)) {
+    if (!loadQuiche().versionIsSupported(header.version)) {
       // Answer only datagrams big enough to be a client's first flight (no amplification).
       if (msg.byteLength >= MIN_INITIAL_DATAGRAM && this.#closing === undefined) {
         this.#sendVersionNegotiation(header.scid, header.dcid, from);
@@ -469,7 +472,7 @@ export class QuicEndpoint {
     let native: NativeConnection;
     try {
       const config = this.#currentConfig(isLoopback(from.host));
-      native = quiche.Connection.accept(scid, null, this.#local, from, config);
+      native = loadQuiche().Connection.accept(scid, null, this.#local, from, config);
     } catch (err) {
       this.#reportError(err);
       return undefined;
@@ -511,7 +514,7 @@ export class QuicEndpoint {
     const out = new Uint8Array(MIN_INITIAL_DATAGRAM);
     let length: number;
     try {
-      length = quiche.negotiateVersion(clientScid, clientDcid, out);
+      length = loadQuiche().negotiateVersion(clientScid, clientDcid, out);
     } catch {
       this.#counters.unroutable++;
       return;

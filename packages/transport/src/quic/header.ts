@@ -1,4 +1,4 @@
-import { quiche } from './binding.js';
+import { loadQuiche } from './binding.js';
 
 /**
  * The part of a QUIC packet header the endpoint routes on (RFC 9000 §17).
@@ -22,15 +22,20 @@ export interface PacketHeader {
 /** QUIC packet types as quiche names them. */
 export type PacketType = 'initial' | 'retry' | 'handshake' | '0rtt' | 'version-negotiation' | 'short';
 
-/** quiche's `Type` enum values, by name. */
-const TYPE_NAMES: Readonly<Record<number, PacketType>> = {
-  [quiche.Type.Initial]: 'initial',
-  [quiche.Type.Retry]: 'retry',
-  [quiche.Type.Handshake]: 'handshake',
-  [quiche.Type.ZeroRTT]: '0rtt',
-  [quiche.Type.VersionNegotiation]: 'version-negotiation',
-  [quiche.Type.Short]: 'short',
-};
+/** quiche's `Type` enum values, by name; read from the binding when a header is first parsed. */
+let typeNames: Readonly<Record<number, PacketType>> | undefined;
+
+function packetTypeNames(quiche: ReturnType<typeof loadQuiche>): Readonly<Record<number, PacketType>> {
+  typeNames ??= {
+    [quiche.Type.Initial]: 'initial',
+    [quiche.Type.Retry]: 'retry',
+    [quiche.Type.Handshake]: 'handshake',
+    [quiche.Type.ZeroRTT]: '0rtt',
+    [quiche.Type.VersionNegotiation]: 'version-negotiation',
+    [quiche.Type.Short]: 'short',
+  };
+  return typeNames;
+}
 
 /**
  * Parses the header of the first packet of a UDP datagram with quiche's own parser
@@ -42,13 +47,14 @@ const TYPE_NAMES: Readonly<Record<number, PacketType>> = {
  */
 export function parsePacketHeader(packet: Uint8Array, shortDcidLength: number): PacketHeader | null {
   if (packet.byteLength === 0) return null;
+  const quiche = loadQuiche();
   let header: ReturnType<typeof quiche.Header.fromSlice>;
   try {
     header = quiche.Header.fromSlice(packet, shortDcidLength);
   } catch {
     return null;
   }
-  const type = TYPE_NAMES[header.ty];
+  const type = packetTypeNames(quiche)[header.ty];
   if (type === undefined) return null;
   return { type, version: header.version, dcid: header.dcid, scid: header.scid };
 }

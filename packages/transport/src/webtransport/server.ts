@@ -294,6 +294,7 @@ let scratch = new Uint8Array(2048);
 class WebTransportSession implements Session {
   readonly id: string;
   readonly kind: 'direct' | 'relay';
+  readonly backend = 'quic' as const;
   readonly remoteAddress: string;
   readonly path: string;
   readonly #conn: QuicConnection;

@@ -1,3 +1,4 @@
+import { SESSION_BACKENDS } from '@svc/wire';
 import { and, eq, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { audit } from '../../audit/index.js';
@@ -138,7 +139,12 @@ export const robotSessionRoutes: ApiPlugin = async (app, { ctx }) => {
               path: z
                 .enum(['direct', 'relay'])
                 .describe(
-                  "How its packets travel: straight between pilot and robot, or through svc-cloud's relay",
+                  "How its packets travel: straight between pilot and robot, or through a relay (svc-cloud's, or a TURN server's on WebRTC)",
+                ),
+              backend: z
+                .enum(SESSION_BACKENDS)
+                .describe(
+                  'What carries it: WebTransport over QUIC (`quic`), or WebRTC data channels (`webrtc`)',
                 ),
             }),
           ),

@@ -3382,6 +3382,8 @@ export interface paths {
                     }[];
                     /** @description Whether the robot offers the cloud relay */
                     relay: boolean;
+                    /** @description The transports the robot serves while online: `quic` (WebTransport, and the cloud relay) and `webrtc` (ICE and TURN); empty while offline */
+                    backends: ('quic' | 'webrtc')[];
                     sessions: {
                       sessionId: string;
                       /** @enum {string} */
@@ -3391,6 +3393,11 @@ export interface paths {
                        * @enum {string}
                        */
                       path: 'direct' | 'relay';
+                      /**
+                       * @description What carries the session: WebTransport over QUIC (`quic`), or WebRTC data channels (`webrtc`)
+                       * @enum {string}
+                       */
+                      backend: 'quic' | 'webrtc';
                     }[];
                     /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                     driver: {
@@ -3446,6 +3453,8 @@ export interface paths {
                     }[];
                     /** @description Whether the robot offers the cloud relay */
                     relay: boolean;
+                    /** @description The transports the robot serves while online: `quic` (WebTransport, and the cloud relay) and `webrtc` (ICE and TURN); empty while offline */
+                    backends: ('quic' | 'webrtc')[];
                     sessions: {
                       sessionId: string;
                       /** @enum {string} */
@@ -3455,6 +3464,11 @@ export interface paths {
                        * @enum {string}
                        */
                       path: 'direct' | 'relay';
+                      /**
+                       * @description What carries the session: WebTransport over QUIC (`quic`), or WebRTC data channels (`webrtc`)
+                       * @enum {string}
+                       */
+                      backend: 'quic' | 'webrtc';
                     }[];
                     /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                     driver: {
@@ -3510,6 +3524,8 @@ export interface paths {
                     }[];
                     /** @description Whether the robot offers the cloud relay */
                     relay: boolean;
+                    /** @description The transports the robot serves while online: `quic` (WebTransport, and the cloud relay) and `webrtc` (ICE and TURN); empty while offline */
+                    backends: ('quic' | 'webrtc')[];
                     sessions: {
                       sessionId: string;
                       /** @enum {string} */
@@ -3519,6 +3535,11 @@ export interface paths {
                        * @enum {string}
                        */
                       path: 'direct' | 'relay';
+                      /**
+                       * @description What carries the session: WebTransport over QUIC (`quic`), or WebRTC data channels (`webrtc`)
+                       * @enum {string}
+                       */
+                      backend: 'quic' | 'webrtc';
                     }[];
                     /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                     driver: {
@@ -3913,6 +3934,8 @@ export interface paths {
                 }[];
                 /** @description Whether the robot offers the cloud relay */
                 relay: boolean;
+                /** @description The transports the robot serves while online: `quic` (WebTransport, and the cloud relay) and `webrtc` (ICE and TURN); empty while offline */
+                backends: ('quic' | 'webrtc')[];
                 sessions: {
                   sessionId: string;
                   /** @enum {string} */
@@ -3922,6 +3945,11 @@ export interface paths {
                    * @enum {string}
                    */
                   path: 'direct' | 'relay';
+                  /**
+                   * @description What carries the session: WebTransport over QUIC (`quic`), or WebRTC data channels (`webrtc`)
+                   * @enum {string}
+                   */
+                  backend: 'quic' | 'webrtc';
                 }[];
                 /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                 driver: {
@@ -4117,6 +4145,8 @@ export interface paths {
                 }[];
                 /** @description Whether the robot offers the cloud relay */
                 relay: boolean;
+                /** @description The transports the robot serves while online: `quic` (WebTransport, and the cloud relay) and `webrtc` (ICE and TURN); empty while offline */
+                backends: ('quic' | 'webrtc')[];
                 sessions: {
                   sessionId: string;
                   /** @enum {string} */
@@ -4126,6 +4156,11 @@ export interface paths {
                    * @enum {string}
                    */
                   path: 'direct' | 'relay';
+                  /**
+                   * @description What carries the session: WebTransport over QUIC (`quic`), or WebRTC data channels (`webrtc`)
+                   * @enum {string}
+                   */
+                  backend: 'quic' | 'webrtc';
                 }[];
                 /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                 driver: {
@@ -4446,6 +4481,8 @@ export interface paths {
                 }[];
                 /** @description Whether the robot offers the cloud relay */
                 relay: boolean;
+                /** @description The transports the robot serves while online: `quic` (WebTransport, and the cloud relay) and `webrtc` (ICE and TURN); empty while offline */
+                backends: ('quic' | 'webrtc')[];
                 sessions: {
                   sessionId: string;
                   /** @enum {string} */
@@ -4455,6 +4492,11 @@ export interface paths {
                    * @enum {string}
                    */
                   path: 'direct' | 'relay';
+                  /**
+                   * @description What carries the session: WebTransport over QUIC (`quic`), or WebRTC data channels (`webrtc`)
+                   * @enum {string}
+                   */
+                  backend: 'quic' | 'webrtc';
                 }[];
                 /** @description The session holding the driver slot, or null when nobody drives; who it is for is shown only to members (and API keys) of the robot's org */
                 driver: {
@@ -4654,10 +4696,15 @@ export interface paths {
                 /** @description Whether the robot reported it running */
                 started: boolean;
                 /**
-                 * @description How its packets travel: straight between pilot and robot, or through svc-cloud's relay
+                 * @description How its packets travel: straight between pilot and robot, or through a relay (svc-cloud's, or a TURN server's on WebRTC)
                  * @enum {string}
                  */
                 path: 'direct' | 'relay';
+                /**
+                 * @description What carries it: WebTransport over QUIC (`quic`), or WebRTC data channels (`webrtc`)
+                 * @enum {string}
+                 */
+                backend: 'quic' | 'webrtc';
               }[];
             };
           };

@@ -220,17 +220,7 @@ function SessionsNow(props: { readonly robot: RobotView; readonly admin: boolean
                   <Text size="sm">{sessionHolder(robot, s.sessionId)}</Text>
                 </Table.Td>
                 <Table.Td>
-                  <Badge
-                    variant="light"
-                    color={s.path === 'relay' ? 'orange' : 'teal'}
-                    title={
-                      s.path === 'relay'
-                        ? "Through svc-cloud's relay: the pilot could not reach the robot directly. Still encrypted end to end."
-                        : 'Straight between the pilot and the robot'
-                    }
-                  >
-                    {s.path === 'relay' ? 'relay' : 'direct'}
-                  </Badge>
+                  <SessionPathBadge path={s.path} backend={s.backend} />
                 </Table.Td>
                 {props.admin && (
                   <Table.Td>
@@ -253,6 +243,30 @@ function SessionsNow(props: { readonly robot: RobotView; readonly admin: boolean
 }
 
 /** Who holds a session, as far as the caller may know: the driver's name or email, else the session id. */
+type RobotSession = RobotView['sessions'][number];
+
+/** How a session travels: direct or relayed, and on WebRTC when it is (a relay there is TURN). */
+function SessionPathBadge(props: {
+  readonly path: RobotSession['path'];
+  readonly backend: RobotSession['backend'];
+}): ReactNode {
+  const relay = props.path === 'relay';
+  const webrtc = props.backend === 'webrtc';
+  const label = `${relay ? 'relay' : 'direct'}${webrtc ? (relay ? ' (TURN)' : ' (WebRTC)') : ''}`;
+  const title = relay
+    ? webrtc
+      ? 'On WebRTC through a TURN server: the pilot and the robot could not reach each other directly. Still encrypted end to end.'
+      : "Through svc-cloud's relay: the pilot could not reach the robot directly. Still encrypted end to end."
+    : webrtc
+      ? 'Straight between the pilot and the robot, on WebRTC data channels'
+      : 'Straight between the pilot and the robot';
+  return (
+    <Badge variant="light" color={relay ? 'orange' : 'teal'} title={title}>
+      {label}
+    </Badge>
+  );
+}
+
 function sessionHolder(robot: RobotView, sessionId: string): string {
   const driver = robot.driver;
   if (driver !== null && driver.sessionId === sessionId) return driver.name ?? driver.email ?? sessionId;
