@@ -443,7 +443,7 @@ export function loadCloudConfig(env: Env): CloudConfig {
 
 const ICE_URL = {
   stun: /^stuns?:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):\d{1,5}$/,
-  turn: /^(?:turn:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):\d{1,5}(?:\?transport=(?:udp|tcp))?|turns:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):\d{1,5})$/,
+  turn: /^(?:turn:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):\d{1,5}(?:\?transport=(?:udp|tcp))?|turns:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):\d{1,5}(?:\?transport=tcp)?)$/,
 };
 
 /** `SVC_STUN_URLS`, `SVC_TURN_URLS`, `SVC_TURN_SECRET`, `SVC_TURN_TTL_SECONDS`; problems go to `issues`. */

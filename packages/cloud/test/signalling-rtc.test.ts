@@ -182,6 +182,14 @@ describe('STUN and TURN configuration', () => {
       },
     });
     expect(loadCloudConfig({}).ice).toEqual({ stunUrls: [] });
+    // RFC 7065: a turns: URL may name its transport, which can only be TCP.
+    expect(
+      loadCloudConfig({ SVC_TURN_URLS: 'turns:turn.example.net:443?transport=tcp', SVC_TURN_SECRET: SECRET })
+        .ice.turn?.urls,
+    ).toEqual(['turns:turn.example.net:443?transport=tcp']);
+    expect(() =>
+      loadCloudConfig({ SVC_TURN_URLS: 'turns:turn.example.net:443?transport=udp', SVC_TURN_SECRET: SECRET }),
+    ).toThrow(/is not a URL like/);
     expect(() => loadCloudConfig({ SVC_TURN_URLS: 'turn:t.example.net:3478' })).toThrow(
       /SVC_TURN_SECRET.*is needed with SVC_TURN_URLS/,
     );

@@ -83,6 +83,7 @@ describe('HUD', () => {
     expect(pathText({ ...base, path: 'direct', backend: 'webtransport' })).toBe('direct');
     expect(pathText({ ...base, path: 'relay', backend: 'webtransport' })).toBe('relay (through the cloud)');
     expect(pathText({ ...base, path: 'direct', backend: 'webrtc' })).toBe('direct (WebRTC)');
+    expect(pathText({ ...base, path: 'relay', backend: 'webrtc' })).toBe('relay (TURN)');
   });
 
   it('computes frame rate, chunk loss and repairs between two snapshots', () => {

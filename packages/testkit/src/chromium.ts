@@ -138,14 +138,23 @@ export class ChromiumSession {
    * namespace could not reach.
    */
   static async open(
-    options: { readonly executablePath?: string; readonly serve?: PageServing } = {},
+    options: {
+      readonly executablePath?: string;
+      readonly serve?: PageServing;
+      /** More command-line switches of the browser. */
+      readonly args?: readonly string[];
+    } = {},
   ): Promise<ChromiumSession> {
-    const launched = await launchChromium({
-      ...(options.executablePath === undefined ? {} : { executablePath: options.executablePath }),
+    const args = [
       // A routed page has no network address of its own: Chromium would count it as public and
       // refuse its connections to loopback (Local Network Access). Served for real, a page and
       // svc-cloud share one origin and need no such switch.
-      ...(options.serve === 'route' ? { args: ['--disable-features=LocalNetworkAccessChecks'] } : {}),
+      ...(options.serve === 'route' ? ['--disable-features=LocalNetworkAccessChecks'] : []),
+      ...(options.args ?? []),
+    ];
+    const launched = await launchChromium({
+      ...(options.executablePath === undefined ? {} : { executablePath: options.executablePath }),
+      ...(args.length > 0 && { args }),
     });
     return new ChromiumSession(launched, options.serve ?? 'server');
   }

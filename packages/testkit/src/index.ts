@@ -122,3 +122,4 @@ export {
   startRtspServer,
 } from './rtsp-server.js';
 export { startTcpForwarder, type TcpForwarder, type TcpForwarderOptions } from './tcp-forward.js';
+export { startTurnServer, type TurnServer, type TurnServerOptions } from './turn-server.js';

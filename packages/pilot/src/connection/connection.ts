@@ -32,7 +32,7 @@ import {
   type TransportFactory,
 } from './options.js';
 import { type PilotRefusal, type PilotRefusalCode, refusalOfTokenError, tokenScope } from './refusal.js';
-import { openRtcTransport } from './rtc-transport.js';
+import { openRtcTransport, type RtcPilotTransport } from './rtc-transport.js';
 import { type SendCommandOptions, Session, type Welcome } from './session.js';
 import {
   type ControlRequest,
@@ -58,6 +58,8 @@ import { SessionUpkeep } from './upkeep.js';
 
 /** How long a WebRTC session may take to connect (ICE, DTLS, SCTP) before the attempt gives up, ms. */
 const RTC_CONNECT_TIMEOUT_MS = 15_000;
+/** How often a WebRTC session's path is read again (ICE may move it between TURN and direct), ms. */
+const RTC_PATH_POLL_MS = 1_000;
 /** The link's URL for a WebRTC session, for logs (it has no URL of its own). */
 const RTC_URL = 'webrtc:';
 
@@ -666,6 +668,7 @@ export class PilotConnection {
       this.#ignoreLate('a control stream opened');
       return;
     }
+    if (raced.url === RTC_URL) this.#followRtcPath(link, raced.transport as RtcPilotTransport);
     this.#transition({ kind: 'handshaking', attempt, link, early: [] });
     this.#helloScope = tokenScope(token);
     link.send({
@@ -675,6 +678,25 @@ export class PilotConnection {
       ...(address.sessionId !== undefined && { session_id: address.sessionId }),
     });
     link.start(this.#linkListener);
+  }
+
+  /**
+   * Keeps a WebRTC link's path true while it is the connection's: ICE may start on a TURN pair and
+   * move to a direct one (or back), under the same transport.
+   */
+  #followRtcPath(link: Link, transport: RtcPilotTransport): void {
+    const check = async () => {
+      const state = this.#state;
+      if (link.closed || !('link' in state) || state.link !== link) return;
+      const path = await transport.path().catch(() => link.path);
+      if (path !== link.path) {
+        link.setPath(path);
+        this.#logger.info({ path }, 'the WebRTC session moved (ICE selected another candidate pair)');
+        this.#events.safeEmit('path', path);
+      }
+      this.#clock.setTimeout(() => void check(), RTC_PATH_POLL_MS);
+    };
+    this.#clock.setTimeout(() => void check(), RTC_PATH_POLL_MS);
   }
 
   /** The robot's candidates (and the relay) raced over WebTransport. */
@@ -713,7 +735,8 @@ export class PilotConnection {
     );
     try {
       await transport.ready;
-      return { ok: true, url: RTC_URL, transport, path: 'direct' };
+      // Through a TURN server the session is relayed, and says so wherever its path shows.
+      return { ok: true, url: RTC_URL, transport, path: await transport.path() };
     } catch (err) {
       return { ok: false, reason: `WebRTC: ${err instanceof Error ? err.message : String(err)}` };
     } finally {

@@ -20,8 +20,7 @@ export interface LinkListener {
 export class Link {
   /** The candidate URL the transport answered on. */
   readonly url: string;
-  /** How its packets travel: straight to the robot, or through svc-cloud's relay. */
-  readonly path: PilotPath;
+  #path: PilotPath;
   readonly #transport: PilotTransport;
   readonly #controlReadable: ReadableStream<Uint8Array>;
   readonly #control: WritableStreamDefaultWriter<Uint8Array>;
@@ -38,7 +37,7 @@ export class Link {
     logger: Logger,
   ) {
     this.url = url;
-    this.path = path;
+    this.#path = path;
     this.#transport = transport;
     this.#controlReadable = control.readable;
     this.#control = control.writable.getWriter();
@@ -64,6 +63,24 @@ export class Link {
       transport.close({ closeCode: 0, reason: 'no control stream' });
       throw err;
     }
+  }
+
+  /**
+   * How its packets travel: straight to the robot, or through a relay (svc-cloud's, or on WebRTC
+   * a TURN server's).
+   */
+  get path(): PilotPath {
+    return this.#path;
+  }
+
+  /** Whether the link was closed or its transport ended. */
+  get closed(): boolean {
+    return this.#closed || this.#ended;
+  }
+
+  /** The path changed under the same transport (WebRTC: ICE selected another candidate pair). */
+  setPath(path: PilotPath): void {
+    this.#path = path;
   }
 
   /** Largest datagram the transport sends now. */

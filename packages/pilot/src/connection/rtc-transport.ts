@@ -27,6 +27,15 @@ export interface RtcTransportOptions {
   readonly RTCPeerConnectionImpl?: typeof RTCPeerConnection;
 }
 
+/** A WebRTC {@link PilotTransport}, which can also say how its packets travel. */
+export interface RtcPilotTransport extends PilotTransport {
+  /**
+   * `relay` when the candidate pair ICE selected goes through a TURN server (a relay candidate on
+   * either side), `direct` otherwise; read from the connection's statistics.
+   */
+  path(): Promise<'direct' | 'relay'>;
+}
+
 /** How long the closing side keeps the connection for its close message to leave, ms. */
 const CLOSE_LINGER_MS = 100;
 
@@ -37,7 +46,7 @@ const CLOSE_LINGER_MS = 100;
  * datagrams, the `control` channel is the one bidirectional stream, and the `session` channel
  * carries the close with its code and reason.
  */
-export function openRtcTransport(options: RtcTransportOptions): PilotTransport {
+export function openRtcTransport(options: RtcTransportOptions): RtcPilotTransport {
   const Impl = options.RTCPeerConnectionImpl ?? globalThis.RTCPeerConnection;
   if (typeof Impl !== 'function') {
     throw new TypeError(
@@ -153,6 +162,7 @@ export function openRtcTransport(options: RtcTransportOptions): PilotTransport {
   return {
     ready,
     closed,
+    path: async () => selectedPath(await pc.getStats()),
     datagrams: {
       readable: datagramsReadable,
       writable: new WritableStream<Uint8Array>({
@@ -190,4 +200,22 @@ export function openRtcTransport(options: RtcTransportOptions): PilotTransport {
       end(info);
     },
   };
+}
+
+/**
+ * `relay` when the selected candidate pair has a relay candidate on either side. The pair is the
+ * transport's `selectedCandidatePairId`, or failing that (older browsers) the nominated pair that
+ * succeeded.
+ */
+export function selectedPath(report: RTCStatsReport): 'direct' | 'relay' {
+  const stats = [...report.values()] as (Record<string, unknown> & { type: string; id: string })[];
+  const selectedId = stats.find((s) => s.type === 'transport')?.selectedCandidatePairId;
+  const pair =
+    stats.find((s) => s.type === 'candidate-pair' && s.id === selectedId) ??
+    stats.find((s) => s.type === 'candidate-pair' && s.nominated === true && s.state === 'succeeded');
+  if (pair === undefined) return 'direct';
+  const typeOf = (id: unknown) => stats.find((s) => s.id === id)?.candidateType;
+  return typeOf(pair.localCandidateId) === 'relay' || typeOf(pair.remoteCandidateId) === 'relay'
+    ? 'relay'
+    : 'direct';
 }

@@ -89,12 +89,13 @@ export interface HudItem {
 }
 
 /**
- * How the session's packets travel, for a person: `direct`, `relay (through the cloud)`, and after
- * a move off the relay `direct (moved off the relay, N frames lost)`.
+ * How the session's packets travel, for a person: `direct`, `relay (through the cloud)`, after a
+ * move off the relay `direct (moved off the relay, N frames lost)`; on WebRTC `direct (WebRTC)` or
+ * `relay (TURN)`.
  */
 export function pathText(stats: PilotConnectionStats): string | undefined {
   if (stats.path === undefined) return undefined;
-  if (stats.backend === 'webrtc') return 'direct (WebRTC)';
+  if (stats.backend === 'webrtc') return stats.path === 'relay' ? 'relay (TURN)' : 'direct (WebRTC)';
   if (stats.path === 'relay') return 'relay (through the cloud)';
   const last = stats.pathSwitches.at(-1);
   if (last === undefined) return 'direct';

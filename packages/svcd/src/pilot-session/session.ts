@@ -627,6 +627,8 @@ export class PilotSession implements SessionQosProbe {
       this.#endWith(endMessage('bye', reason), 0, reason, 0);
       return;
     }
+    // A WebRTC session's path follows the candidate pair ICE selected, which may change.
+    this.#options.registry.setPath(state.open.sessionId, this.#session.kind);
     this.#send({ type: 'heartbeat', seq: liveness.seq++ });
   }
 

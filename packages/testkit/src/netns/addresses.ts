@@ -9,7 +9,35 @@ export interface TopologyOptions {
   readonly ipv4?: boolean;
   /** ULA IPv6 addresses on every link, routed without NAT. Default false. */
   readonly ipv6?: boolean;
+  /**
+   * A pilot side: a `pilot` namespace behind a second router (`pilot-router`) with this NAT on
+   * IPv4, linked to the internet namespace, which then routes between the two routers. IPv4
+   * only. Default: no pilot side.
+   */
+  readonly pilotNat?: NatMode;
+  /** `false`: the pilot's router drops every UDP datagram the pilot sends out. Default true. */
+  readonly pilotUdp?: boolean;
 }
+
+/** The IPv4 addresses of a topology's pilot side ({@link TopologyOptions.pilotNat}). */
+export interface PilotAddresses {
+  /** The internet namespace on the link to the pilot's router. */
+  readonly internet: string;
+  /** The pilot's router's WAN address (the pilot's public address behind its NAT). */
+  readonly routerWan: string;
+  /** The pilot's router's LAN address, the pilot's gateway. */
+  readonly routerLan: string;
+  /** The pilot. */
+  readonly pilot: string;
+}
+
+/** The pilot side's addresses: one plan, as the robot side's. */
+export const PILOT_ADDRESSES: PilotAddresses = Object.freeze({
+  internet: '198.18.2.1',
+  routerWan: '198.18.2.2',
+  routerLan: '198.20.0.1',
+  pilot: '198.20.0.2',
+});
 
 /** The addresses of one family in a topology. */
 export interface HostAddresses {
@@ -54,6 +82,8 @@ export interface AddressesFor<O extends TopologyOptions> extends TopologyAddress
 /** Interface names inside the namespaces (each namespace has its own, so they are fixed). */
 export const INTERNET_TEST = 'test0';
 export const INTERNET_ROUTER = 'isp0';
+/** The internet namespace's link to the pilot's router. */
+export const INTERNET_PILOT_ROUTER = 'isp1';
 export const ROBOT_LAN = 'eth0';
 
 /** Root-side links `svct-test0` … `svct-test63`: one slot per topology alive on the machine. */

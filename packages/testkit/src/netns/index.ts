@@ -8,6 +8,7 @@
 export type {
   AddressesFor,
   HostAddresses,
+  PilotAddresses,
   TopologyAddresses,
   TopologyOptions,
 } from './addresses.js';
@@ -32,4 +33,5 @@ export {
   type Topology,
   type TopologyFor,
   type TopologyInterfaces,
+  type TopologyNamespaces,
 } from './topology.js';

@@ -7,14 +7,17 @@ import { mustRun, runCommand, waitUntil } from './commands.js';
 /** Every namespace the kit creates starts with this, so leftovers can be found and removed. */
 export const NAMESPACE_PREFIX = 'svct-';
 
-/** The three namespaces of a topology. */
-export type Role = 'internet' | 'router' | 'robot';
+/** The namespaces of a topology: three always, the pilot's two when it has a pilot side. */
+export type Role = 'internet' | 'router' | 'robot' | 'pilot-router' | 'pilot';
 
-/** The roles, in creation order. */
+/** The roles every topology has, in creation order. */
 export const ROLES: readonly Role[] = ['internet', 'router', 'robot'];
 
+/** The roles of a topology's pilot side (a NAT router in front of the pilot), in creation order. */
+export const PILOT_ROLES: readonly Role[] = ['pilot-router', 'pilot'];
+
 /** `svct-<pid>-<4 random base-36 characters>-<role>`. */
-const NAME_PATTERN = /^svct-(\d+)-[0-9a-z]{4}-(?:internet|router|robot)$/;
+const NAME_PATTERN = /^svct-(\d+)-[0-9a-z]{4}-(?:internet|router|robot|pilot-router|pilot)$/;
 
 /** A topology's temporary directory: `svct-<pid>-<random>-<mkdtemp suffix>` in the system's. */
 const TEMP_DIR_PATTERN = /^svct-(\d+)-[0-9a-z]{4}-/;

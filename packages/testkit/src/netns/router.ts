@@ -9,7 +9,11 @@ import { isRecord, mustRun, NetnsError, runCommand, toolPath } from './commands.
  *   mapping, in practice).
  * - `symmetric`: masquerade with `fully-random` ports, so each destination sees its own external port.
  *
- * With a NAT nothing from the internet reaches the robot LAN unless a port is forwarded. IPv6
+ * With a NAT nothing from the internet reaches the robot LAN unless a port is forwarded, and the
+ * router drops what arrives for itself unasked, as home routers' firewalls do: such a packet
+ * leaves no connection-tracking entry behind, which would otherwise take the external port a
+ * later outgoing flow of the LAN host needs, and make the NAT pick another (hole punching fails
+ * on that). IPv6
  * is never translated nor filtered: the robot and the internet reach each other directly.
  */
 export type NatMode = 'none' | 'masquerade' | 'symmetric';
@@ -21,19 +25,35 @@ export const NAT_TABLE = 'svct';
 export const ROUTER_WAN = 'wan0';
 export const ROUTER_LAN = 'lan0';
 
-/** The router's ruleset for a NAT mode; `none` has none. */
-export function natRuleset(nat: Exclude<NatMode, 'none'>): string {
-  const masquerade = nat === 'symmetric' ? 'masquerade fully-random' : 'masquerade';
+/**
+ * The router's ruleset for a NAT mode (`none` translates nothing); `blockUdpOut` drops every UDP
+ * datagram from the LAN to the WAN, as a network that allows only TCP does.
+ */
+export function natRuleset(nat: NatMode, options: { readonly blockUdpOut?: boolean } = {}): string {
+  const masquerade =
+    nat === 'none'
+      ? ''
+      : `oifname "${ROUTER_WAN}" ${nat === 'symmetric' ? 'masquerade fully-random' : 'masquerade'}`;
+  const udpOut =
+    options.blockUdpOut === true
+      ? `iifname "${ROUTER_LAN}" oifname "${ROUTER_WAN}" meta l4proto udp drop`
+      : '';
   return `table ip ${NAT_TABLE} {
   chain prerouting {
     type nat hook prerouting priority dstnat; policy accept;
   }
   chain postrouting {
     type nat hook postrouting priority srcnat; policy accept;
-    oifname "${ROUTER_WAN}" ${masquerade}
+    ${masquerade}
+  }
+  chain input {
+    type filter hook input priority filter; policy accept;
+    iifname "${ROUTER_WAN}" ct state established,related accept
+    iifname "${ROUTER_WAN}" drop
   }
   chain forward {
     type filter hook forward priority filter; policy accept;
+    ${udpOut}
     iifname "${ROUTER_WAN}" oifname "${ROUTER_LAN}" ct state established,related accept
     iifname "${ROUTER_WAN}" oifname "${ROUTER_LAN}" ct status dnat accept
     iifname "${ROUTER_WAN}" oifname "${ROUTER_LAN}" drop

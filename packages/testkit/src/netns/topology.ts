@@ -6,8 +6,11 @@ import { basename, join } from 'node:path';
 import {
   type AddressesFor,
   type HostAddresses,
+  INTERNET_PILOT_ROUTER,
   INTERNET_ROUTER,
   INTERNET_TEST,
+  PILOT_ADDRESSES,
+  type PilotAddresses,
   plan,
   ROBOT_LAN,
   rootSlotAddressTaken,
@@ -36,6 +39,7 @@ import {
   listNamespaces,
   namespaceName,
   newTag,
+  PILOT_ROLES,
   ROLES,
   type Role,
   removeLeftovers,
@@ -64,6 +68,10 @@ export interface TopologyInterfaces {
   readonly robot: { readonly router: string };
 }
 
+/** The namespaces of a topology by role: three always, the pilot side's two with `pilotNat`. */
+export type TopologyNamespaces = Readonly<Record<'internet' | 'router' | 'robot', string>> &
+  Readonly<Partial<Record<'pilot-router' | 'pilot', string>>>;
+
 /** A namespace by role (`'robot'`) or by its name (`topo.namespaces.robot`). */
 export type NamespaceRef = Role | (string & Record<never, never>);
 
@@ -82,12 +90,17 @@ export type RunResult = CommandResult;
  * namespace to the test process. No route leads to the machine's real interfaces.
  */
 export interface Topology<A extends TopologyAddresses = TopologyAddresses> {
-  /** The namespace names, for tools that take one (`ip netns exec NAME`). */
-  readonly namespaces: Readonly<Record<Role, string>>;
+  /** The namespace names, for tools that take one (`ip netns exec NAME`); the pilot side's when it has one. */
+  readonly namespaces: TopologyNamespaces;
   /** The addresses by family; see {@link createTopology} for the plan. */
   readonly addresses: A;
   readonly interfaces: TopologyInterfaces;
   readonly nat: NatMode;
+  /**
+   * The pilot side's addresses (IPv4), when the topology has one ({@link TopologyOptions.pilotNat}):
+   * its namespaces are the roles `pilot-router` and `pilot`.
+   */
+  readonly pilot: PilotAddresses | undefined;
   /**
    * Starts a process inside a namespace (through `ip netns exec`), in a process group of its
    * own; {@link Topology.close} kills it if it still runs.
@@ -141,16 +154,27 @@ type State =
   | { readonly kind: 'closing'; readonly done: Promise<void> };
 
 function isRole(ns: string): ns is Role {
-  return (ROLES as readonly string[]).includes(ns);
+  return (ROLES as readonly string[]).includes(ns) || (PILOT_ROLES as readonly string[]).includes(ns);
 }
 
 function asArray(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
 
-class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
-  readonly namespaces: Readonly<Record<Role, string>>;
+/** The pilot side of a topology, as {@link createTopology} was asked for it. */
+interface PilotSide {
   readonly nat: NatMode;
+  readonly udp: boolean;
+}
+
+class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
+  readonly namespaces: TopologyNamespaces;
+  /** Every role's name, created or not. */
+  readonly #names: Readonly<Record<Role, string>>;
+  readonly nat: NatMode;
+  readonly #pilot: PilotSide | undefined;
+  /** The roles whose namespaces this topology has. */
+  readonly #roles: readonly Role[];
   readonly #ip: string;
   readonly #tempDir: string;
   readonly #ipv4: boolean;
@@ -161,17 +185,28 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
   #addresses: AddressesFor<O> | undefined;
   #files = 0;
 
-  constructor(ip: string, tag: string, nat: NatMode, ipv4: boolean, ipv6: boolean) {
+  constructor(ip: string, tag: string, nat: NatMode, ipv4: boolean, ipv6: boolean, pilot?: PilotSide) {
     this.#ip = ip;
     this.nat = nat;
+    this.#pilot = pilot;
+    this.#roles = pilot === undefined ? ROLES : [...ROLES, ...PILOT_ROLES];
     this.#ipv4 = ipv4;
     this.#ipv6 = ipv6;
-    this.namespaces = Object.freeze({
+    this.#names = Object.freeze({
       internet: namespaceName(tag, 'internet'),
       router: namespaceName(tag, 'router'),
       robot: namespaceName(tag, 'robot'),
+      'pilot-router': namespaceName(tag, 'pilot-router'),
+      pilot: namespaceName(tag, 'pilot'),
     });
+    this.namespaces = Object.freeze(
+      Object.fromEntries(this.#roles.map((role) => [role, this.#names[role]])),
+    ) as TopologyNamespaces;
     this.#tempDir = mkdtempSync(join(tmpdir(), `svct-${tag}-`));
+  }
+
+  get pilot(): PilotAddresses | undefined {
+    return this.#pilot === undefined ? undefined : PILOT_ADDRESSES;
   }
 
   get addresses(): AddressesFor<O> {
@@ -196,24 +231,24 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
 
   /** The namespace name for a role or a name of this topology. */
   #resolve(ns: NamespaceRef): string {
-    if (isRole(ns)) return this.namespaces[ns];
-    const names = Object.values(this.namespaces);
+    if (isRole(ns) && this.#roles.includes(ns)) return this.#names[ns];
+    const names = this.#roles.map((role) => this.#names[role]);
     if (names.includes(ns)) return ns;
     throw new TypeError(
-      `unknown namespace ${ns}: expected internet, router, robot or one of ${names.join(', ')}`,
+      `unknown namespace ${ns}: expected ${this.#roles.join(', ')} or one of ${names.join(', ')}`,
     );
   }
 
   /** Runs `ip [-n NS] -batch -` with one command per line. */
   async #batch(role: Role | undefined, lines: readonly string[]): Promise<void> {
     if (lines.length === 0) return;
-    const prefix = role === undefined ? [] : ['-n', this.namespaces[role]];
+    const prefix = role === undefined ? [] : ['-n', this.#names[role]];
     await mustRun(this.#ip, [...prefix, '-batch', '-'], { input: `${lines.join('\n')}\n` });
   }
 
   async #sysctl(role: Role, values: readonly (readonly [string, string])[]): Promise<void> {
     if (values.length === 0) return;
-    const args = ['netns', 'exec', this.namespaces[role], 'sh', '-c', SYSCTL_SCRIPT, 'sh'];
+    const args = ['netns', 'exec', this.#names[role], 'sh', '-c', SYSCTL_SCRIPT, 'sh'];
     for (const [path, value] of values) args.push(`/proc/sys/net/${path}`, value);
     await mustRun(this.#ip, args);
   }
@@ -227,7 +262,7 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
       const link = `${TEST_LINK_PREFIX}${slot}`;
       if (await rootSlotAddressTaken(this.#ip, slot)) continue;
       const args = ['link', 'add', link, 'type', 'veth', 'peer', 'name', INTERNET_TEST];
-      const created = await runCommand(this.#ip, [...args, 'netns', this.namespaces.internet]);
+      const created = await runCommand(this.#ip, [...args, 'netns', this.#names.internet]);
       if (created.code === 0) {
         const addresses = plan(slot);
         this.#slot = slot;
@@ -256,19 +291,22 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
     if (this.#ipv6 && !kernelIpv6) {
       throw new NetnsError('command-failed', `the kernel has no IPv6 (${KERNEL_IPV6} is missing)`);
     }
-    for (const role of ROLES) await mustRun(this.#ip, ['netns', 'add', this.namespaces[role]]);
+    for (const role of this.#roles) await mustRun(this.#ip, ['netns', 'add', this.#names[role]]);
 
-    for (const role of ROLES) {
+    for (const role of this.#roles) {
       const values: [string, string][] = [];
       // Duplicate address detection would hold every new IPv6 address, link-local ones too,
       // "tentative" (unusable) for a second or more.
       if (kernelIpv6) values.push(['ipv6/conf/default/accept_dad', '0'], ['ipv6/conf/all/accept_dad', '0']);
       if (role === 'router' && this.#ipv4) values.push(['ipv4/ip_forward', '1']);
       if (role === 'router' && this.#ipv6) values.push(['ipv6/conf/all/forwarding', '1']);
+      // With a pilot side, the internet namespace routes between the two routers.
+      if ((role === 'pilot-router' || role === 'internet') && this.#pilot !== undefined)
+        values.push(['ipv4/ip_forward', '1']);
       await this.#sysctl(role, values);
     }
 
-    const { router, robot } = this.namespaces;
+    const { router, robot } = this.#names;
     await this.#batch('internet', [
       'link set lo up',
       `link add ${INTERNET_ROUTER} type veth peer name ${ROUTER_WAN} netns ${router}`,
@@ -303,6 +341,7 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
       ...address(v6, 'test', 64, testLink),
       `link set ${testLink} up`,
     ]);
+    if (this.#pilot !== undefined) await this.#buildPilotSide(this.#pilot);
     await this.#batch('internet', [
       ...address(v4, 'cloud', 30, INTERNET_TEST),
       ...address(v6, 'cloud', 64, INTERNET_TEST),
@@ -358,10 +397,45 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
     );
   }
 
+  /**
+   * The pilot side: `internet` isp1 (198.18.2.1/24) ══ wan0 (198.18.2.2/24) `pilot-router` lan0
+   * (198.20.0.1/24) ══ eth0 (198.20.0.2/24) `pilot`, the router's NAT and UDP rule, and the routes.
+   */
+  async #buildPilotSide(side: PilotSide): Promise<void> {
+    const a = PILOT_ADDRESSES;
+    const router = this.#names['pilot-router'];
+    await this.#batch('internet', [
+      `link add ${INTERNET_PILOT_ROUTER} type veth peer name ${ROUTER_WAN} netns ${router}`,
+      `addr add ${a.internet}/24 dev ${INTERNET_PILOT_ROUTER}`,
+      `link set ${INTERNET_PILOT_ROUTER} up`,
+      ...(side.nat === 'none' ? [`route add 198.20.0.0/24 via ${a.routerWan}`] : []),
+    ]);
+    await this.#batch('pilot-router', [
+      'link set lo up',
+      `link add ${ROUTER_LAN} type veth peer name ${ROBOT_LAN} netns ${this.#names.pilot}`,
+      `addr add ${a.routerWan}/24 dev ${ROUTER_WAN}`,
+      `addr add ${a.routerLan}/24 dev ${ROUTER_LAN}`,
+      `link set ${ROUTER_WAN} up`,
+      `link set ${ROUTER_LAN} up`,
+      `route add default via ${a.internet}`,
+    ]);
+    await this.#batch('pilot', [
+      'link set lo up',
+      `addr add ${a.pilot}/24 dev ${ROBOT_LAN}`,
+      `link set ${ROBOT_LAN} up`,
+      `route add default via ${a.routerLan}`,
+    ]);
+    if (side.nat !== 'none' || !side.udp) {
+      await mustRun(this.#ip, ['netns', 'exec', router, toolPath('nft'), '-f', '-'], {
+        input: natRuleset(side.nat, { blockUdpOut: !side.udp }),
+      });
+    }
+  }
+
   /** Whether every link is up and no IPv6 address still runs duplicate address detection. */
   async #ready(): Promise<boolean> {
     const queries: (readonly string[])[] = [
-      ...ROLES.map((role) => ['-n', this.namespaces[role], '-j', 'addr', 'show']),
+      ...this.#roles.map((role) => ['-n', this.#names[role], '-j', 'addr', 'show']),
       ['-j', 'addr', 'show', 'dev', this.interfaces.test],
     ];
     for (const query of queries) {
@@ -435,7 +509,7 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
       );
     }
     const complete = completeRule(rule, v4.robot);
-    const router = this.namespaces.router;
+    const router = this.#names.router;
     const handle = await addForward(this.#ip, router, complete);
     await forgetFlows(this.#ip, router, complete, v4.routerWan);
     let removing: Promise<void> | undefined;
@@ -456,7 +530,7 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
 
   async routerRuleset(): Promise<string> {
     this.#open();
-    return mustRun(this.#ip, ['netns', 'exec', this.namespaces.router, toolPath('nft'), 'list', 'ruleset']);
+    return mustRun(this.#ip, ['netns', 'exec', this.#names.router, toolPath('nft'), 'list', 'ruleset']);
   }
 
   async routerDnatRules(): Promise<DnatRule[]> {
@@ -465,7 +539,7 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
     const out = await mustRun(this.#ip, [
       'netns',
       'exec',
-      this.namespaces.router,
+      this.#names.router,
       nft,
       '--json',
       '--handle',
@@ -494,12 +568,18 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
     // The tracked processes and their groups: SIGTERM first, so they can clean up.
     await attempt(() => endChildren([...open.children], TERM_GRACE_MS));
     // Whatever else runs in the namespaces (a browser started through a wrapper, a daemon).
-    for (const role of ROLES) await attempt(() => killNamespaceProcesses(this.#ip, this.namespaces[role]));
+    for (const role of this.#roles) await attempt(() => killNamespaceProcesses(this.#ip, this.#names[role]));
     // Deleting one end of a veth deletes both. Done explicitly, so that nothing waits for the
     // kernel's asynchronous clean-up of deleted namespaces.
     const links: [string[], string][] = [
-      [['-n', this.namespaces.internet], INTERNET_ROUTER],
-      [['-n', this.namespaces.router], ROUTER_LAN],
+      [['-n', this.#names.internet], INTERNET_ROUTER],
+      [['-n', this.#names.router], ROUTER_LAN],
+      ...(this.#pilot === undefined
+        ? []
+        : ([
+            [['-n', this.#names.internet], INTERNET_PILOT_ROUTER],
+            [['-n', this.#names['pilot-router']], ROUTER_LAN],
+          ] as [string[], string][])),
     ];
     const slot = this.#slot;
     if (slot !== undefined) links.unshift([[], `${TEST_LINK_PREFIX}${slot}`]);
@@ -511,8 +591,8 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
     }
     await attempt(async () => {
       const existing = new Set(await listNamespaces(this.#ip));
-      for (const role of ROLES) {
-        const name = this.namespaces[role];
+      for (const role of this.#roles) {
+        const name = this.#names[role];
         if (existing.has(name)) await mustRun(this.#ip, ['netns', 'delete', name]);
       }
     });
@@ -522,7 +602,7 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
         'the namespaces and the root-side link of the topology are gone',
         async () => {
           const names = new Set(await listNamespaces(this.#ip));
-          if (ROLES.some((role) => names.has(this.namespaces[role]))) return false;
+          if (this.#roles.some((role) => names.has(this.#names[role]))) return false;
           if (slot === undefined) return true;
           const shown = await runCommand(this.#ip, ['link', 'show', 'dev', `${TEST_LINK_PREFIX}${slot}`]);
           return shown.code !== 0;
@@ -551,6 +631,15 @@ class NamespaceTopology<O extends TopologyOptions> implements TopologyFor<O> {
  * fd00:18:0:K::2/64    fd00:18:0:K::1/64    fd00:18:1::1/64 fd00:18:1::2/64 fd00:19::1/64   fd00:19::2/64
  * ```
  *
+ * With `pilotNat`, a pilot side hangs off the internet namespace too (IPv4 only):
+ *
+ * ```
+ * [internet] isp1 ══ wan0 ─[pilot-router]─ lan0 ══ eth0 ─[pilot]
+ * 198.18.2.1/24   198.18.2.2/24   198.20.0.1/24   198.20.0.2/24
+ * ```
+ *
+ * and the internet namespace forwards between the two routers.
+ *
  * Every namespace has `lo` up. The router forwards, with the NAT of `options.nat` on IPv4 and
  * none on IPv6. The internet namespace has no default route, and the test process gets only
  * the route of its own link, so no packet can reach the machine's real interfaces. K is a slot
@@ -567,15 +656,23 @@ export async function createTopology<const O extends TopologyOptions = Record<ne
   const nat = options?.nat ?? 'masquerade';
   const ipv4 = options?.ipv4 ?? true;
   const ipv6 = options?.ipv6 ?? false;
-  if (nat !== 'none' && nat !== 'masquerade' && nat !== 'symmetric') {
-    throw new TypeError(`nat must be 'none', 'masquerade' or 'symmetric', got ${String(nat)}`);
+  for (const [name, mode] of [
+    ['nat', nat],
+    ['pilotNat', options?.pilotNat ?? 'none'],
+  ] as const) {
+    if (mode !== 'none' && mode !== 'masquerade' && mode !== 'symmetric') {
+      throw new TypeError(`${name} must be 'none', 'masquerade' or 'symmetric', got ${String(mode)}`);
+    }
   }
+  if (options?.pilotNat !== undefined && !ipv4) throw new TypeError('a pilot side (pilotNat) needs IPv4');
+  const pilot =
+    options?.pilotNat === undefined ? undefined : { nat: options.pilotNat, udp: options.pilotUdp ?? true };
   if (!ipv4 && !ipv6) throw new TypeError('a topology needs IPv4 or IPv6; ipv4 and ipv6 are both false');
   requireRoot();
   const ip = toolPath('ip');
-  if (ipv4 && nat !== 'none') toolPath('nft');
+  if ((ipv4 && nat !== 'none') || pilot !== undefined) toolPath('nft');
   await removeLeftovers(ip);
-  const topology = new NamespaceTopology<O>(ip, newTag(), nat, ipv4, ipv6);
+  const topology = new NamespaceTopology<O>(ip, newTag(), nat, ipv4, ipv6, pilot);
   try {
     await topology.build();
   } catch (err) {
