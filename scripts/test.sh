@@ -15,10 +15,12 @@ total_start="$(date +%s%N)"
 start="$(date +%s%N)"
 ensure_node_modules
 # Chromium for the browser tests; ffmpeg and GStreamer (with its RTSP server and Python bindings)
-# as the real video sources of the ingest tests (shared/design/testing.md).
+# as the real video sources of the ingest tests (shared/design/testing.md); coturn as the TURN
+# server of the WebRTC tests, with openssl for its certificate and faketime for its clock.
 bash scripts/ensure-system.sh chromium ffmpeg postgresql nftables tcpdump miniupnpd conntrack \
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
-  gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-rtsp gir1.2-gst-rtsp-server-1.0 python3-gi
+  gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-rtsp gir1.2-gst-rtsp-server-1.0 python3-gi \
+  coturn openssl faketime
 echo "    setup took $(elapsed_since "$start")"
 
 failed=()
