@@ -68,7 +68,31 @@ describe('PilotConnection backend choice', () => {
     // Node has no RTCPeerConnection: the attempt got as far as the WebRTC dial, and says so.
     expect(t.states.at(-1)).toEqual([
       'reconnecting',
-      expect.stringMatching(/^this browser has no RTCPeerConnection \(WebRTC\), which this robot needs/),
+      expect.stringMatching(
+        /^WebRTC: this browser has no RTCPeerConnection \(WebRTC\), which this robot needs/,
+      ),
     ]);
+  });
+
+  it("falls back to WebRTC when neither the robot's QUIC addresses nor the relay answer", async () => {
+    const t = await offered({ ...OFFER, relay: false, backends: ['quic', 'webrtc'] }, { webTransport: true });
+    expect(t.made.map((x) => x.url)).toEqual(['https://10.0.0.1:4433/']);
+    t.made[0]!.refuse('no route to host');
+    await settle();
+    // Node has no RTCPeerConnection: the attempt went on to WebRTC, and says both why nots.
+    expect(t.states.at(-1)).toEqual([
+      'reconnecting',
+      expect.stringMatching(/no route to host.*; then WebRTC: this browser has no RTCPeerConnection/),
+    ]);
+  });
+
+  it('does not fall back to WebRTC with backend: webtransport', async () => {
+    const t = await offered(
+      { ...OFFER, relay: false, backends: ['quic', 'webrtc'] },
+      { webTransport: true, backend: 'webtransport' },
+    );
+    t.made[0]!.refuse('no route to host');
+    await settle();
+    expect(t.states.at(-1)).toEqual(['reconnecting', expect.not.stringContaining('WebRTC')]);
   });
 });

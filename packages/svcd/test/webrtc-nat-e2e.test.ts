@@ -38,6 +38,8 @@ interface Scenario {
   readonly pilotNat: NatMode;
   /** Runs coturn under `faketime` with its clock this far ahead (credentials look expired). */
   readonly turnClockAhead?: string;
+  /** The pilot's `backend` (default `webrtc`). */
+  readonly backend?: 'auto' | 'webrtc';
 }
 
 interface Outcome {
@@ -95,7 +97,7 @@ async function watchThrough(scenario: Scenario, seconds: number): Promise<Outcom
   const watching = chromium.run<WatchResult>({
     entry: page,
     exportName: 'watch',
-    args: [fleet.cloud.signalUrl, robot.robotId, token, seconds, true, 'webrtc'],
+    args: [fleet.cloud.signalUrl, robot.robotId, token, seconds, true, scenario.backend ?? 'webrtc'],
     timeoutMs: (seconds + 60) * 1000,
     // Chromium reports each candidate it cannot reach as an error.
     allowConsoleErrors: true,
@@ -157,6 +159,18 @@ describe('WebRTC through NATs on both sides, with coturn', () => {
     expect(painted(result)).toBeGreaterThan(40);
     expect(robot.sessions).toEqual([expect.objectContaining({ path: 'relay', backend: 'webrtc' })]);
     expect(allocations(turn).udp).toBeGreaterThan(0);
+  }, 180_000);
+
+  it('a pilot left to choose (auto) tries the QUIC addresses, finds none answers, and takes WebRTC through TURN', async () => {
+    const { result, robot } = await watchThrough(
+      { nat: 'symmetric', pilotNat: 'symmetric', backend: 'auto' },
+      4,
+    );
+    expect(result.states).toContain('connected');
+    expect(result.stats.backend).toBe('webrtc');
+    expect(result.stats.path).toBe('relay');
+    expect(painted(result)).toBeGreaterThan(40);
+    expect(robot.sessions).toEqual([expect.objectContaining({ path: 'relay', backend: 'webrtc' })]);
   }, 180_000);
 
   it('TURN credentials past their lifetime are refused, and the page says it found no path', async () => {

@@ -647,10 +647,17 @@ export class PilotConnection {
     }
     const race = new AbortController();
     this.#transition({ kind: 'dialing', attempt, address, race });
-    const raced =
+    let raced =
       backend === 'webrtc'
         ? await this.#dialRtc(attempt, race.signal)
         : await this.#race(attempt, address, race.signal);
+    if (!raced.ok && backend === 'webtransport' && this.#rtcFallback(attempt)) {
+      // Reachable only through ICE (and TURN): neither the robot's QUIC addresses nor the relay answered.
+      this.#logger.info({ reason: raced.reason }, 'no QUIC path to the robot answered; trying WebRTC');
+      const quicReason = raced.reason;
+      const rtc = await this.#dialRtc(attempt, race.signal);
+      raced = rtc.ok ? rtc : { ok: false, reason: `${quicReason}; then ${rtc.reason}` };
+    }
     if (!this.#holds(attempt, 'dialing')) {
       // A race called off by leaving `dialing` closed its candidates itself.
       if (!raced.ok) return;
@@ -718,10 +725,15 @@ export class PilotConnection {
    * over this attempt's signalling, the STUN and TURN servers from the offer.
    */
   async #dialRtc(attempt: Attempt, signal: AbortSignal): Promise<RaceResult> {
-    const transport = openRtcTransport({
-      signalling: attempt.signalling!.rtcSignalling(),
-      iceServers: this.#offer?.iceServers ?? [],
-    });
+    let transport: RtcPilotTransport;
+    try {
+      transport = openRtcTransport({
+        signalling: attempt.signalling!.rtcSignalling(),
+        iceServers: this.#offer?.iceServers ?? [],
+      });
+    } catch (err) {
+      return { ok: false, reason: `WebRTC: ${err instanceof Error ? err.message : String(err)}` };
+    }
     const giveUp = (reason: string) => transport.close({ closeCode: 0, reason });
     // Called off while dialling only: once it answered, the session is the connection's.
     const calledOff = () => giveUp('pilot closed');
@@ -743,6 +755,21 @@ export class PilotConnection {
       signal.removeEventListener('abort', calledOff);
       this.#clock.clearTimeout(timer);
     }
+  }
+
+  /**
+   * Whether an attempt whose WebTransport race failed may try WebRTC: with `backend: 'auto'` (and
+   * not `relay: 'only'`), when the robot serves it, the attempt has signalling for it, and the
+   * attempt still dials.
+   */
+  #rtcFallback(attempt: Attempt): boolean {
+    return (
+      (this.#options.backend ?? 'auto') === 'auto' &&
+      !this.#relayOnly &&
+      this.#offer?.backends?.includes('webrtc') === true &&
+      attempt.signalling !== undefined &&
+      this.#holds(attempt, 'dialing')
+    );
   }
 
   /**
