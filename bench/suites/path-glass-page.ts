@@ -20,6 +20,8 @@ export interface GlassParams {
   readonly jitter?: JitterTuning;
   /** The SDK's `relay` option (`'only'`: through svc-cloud's relay, `false`: never through it). */
   readonly relay?: boolean | 'only';
+  /** The SDK's `backend` option (default: its own choice, WebTransport here). */
+  readonly backend?: 'webtransport' | 'webrtc';
 }
 
 /** One painted picture. */
@@ -86,6 +88,7 @@ export async function measureGlass(params: GlassParams): Promise<GlassSample> {
     reconnect: false,
     ...(params.jitter !== undefined && { jitter: params.jitter }),
     ...(params.relay !== undefined && { relay: params.relay }),
+    ...(params.backend !== undefined && { backend: params.backend }),
     onFrame: (_channel, frame) => {
       frames.push([frame.frameId, epochMs() - started]);
     },

@@ -38,6 +38,8 @@ const JOIN_WATCH_S = 10;
 export interface GlassParts {
   readonly calm: boolean;
   readonly contention: boolean;
+  /** (e) on the WebRTC backend too, named with `webrtc` (issue 19). */
+  readonly webrtc?: boolean;
 }
 
 /** Runs the parts asked for and reports (e) to (j). */
@@ -83,11 +85,36 @@ export async function measureGlassFigures(
   const sourceParams = { source: SOURCE, profile: 'balanced (default)', settleMs: SETTLE_MS };
   try {
     if (parts.calm) await calmFigures();
+    if (parts.webrtc === true) await webrtcFigures();
     if (parts.contention) await contentionFigures();
   } finally {
     await source.stop().catch(() => {});
     await daemon.stop();
     publisher.close();
+  }
+
+  /** (e) on a calm loopback, the session on WebRTC data channels. */
+  async function webrtcFigures(): Promise<void> {
+    const calm = await watch({ seconds: WATCH_S, backend: 'webrtc' });
+    const backend = (calm.connection as { backend?: string } | null)?.backend;
+    if (backend !== 'webrtc') throw new Error(`the WebRTC watch ran on ${String(backend)}`);
+    const settled = calm.paints.filter((p) => p[4] >= SETTLE_MS);
+    const glass = settled.map((p) => p[1]).sort((a, b) => a - b);
+    const params = {
+      ...sourceParams,
+      painted: settled.length,
+      unreadable: calm.unreadable,
+      stats: calm.stats,
+    };
+    for (const q of [0.5, 0.99]) {
+      report({
+        name: `(e) capture → glass, p${q * 100}, webrtc`,
+        value: percentile(glass, q),
+        unit: 'ms',
+        better: 'lower',
+        params,
+      });
+    }
   }
 
   async function calmFigures(): Promise<void> {

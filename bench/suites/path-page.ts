@@ -16,6 +16,8 @@ export interface PathSample {
   readonly paints: [number, number][];
   readonly decoded: number;
   readonly lost: number;
+  /** The transport the session ran on. */
+  readonly backend: string | undefined;
   /** The robot's last `agent-stats` for the video channel (parity, drops, packets sent). */
   readonly robot: Record<string, number | string> | null;
 }
@@ -31,6 +33,7 @@ export async function measurePath(
   robotId: string,
   token: string,
   seconds: number,
+  backend: 'webtransport' | 'webrtc' = 'webtransport',
 ): Promise<PathSample> {
   const sendToAssembledMs: number[] = [];
   const firstSendToAssembledMs: number[] = [];
@@ -43,6 +46,7 @@ export async function measurePath(
     signalUrl,
     robotId,
     token,
+    backend,
     container: area,
     presentationDelayMs: 0,
     onFrame: (_channel, frame) => {
@@ -70,6 +74,7 @@ export async function measurePath(
     paints,
     decoded: channel?.decoded ?? 0,
     lost: channel?.reassembler.framesLost ?? 0,
+    backend: stats.backend,
     robot,
   };
 }

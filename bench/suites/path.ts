@@ -65,7 +65,7 @@ function pilotCounts(): number[] {
   return counts;
 }
 
-const PATH_PARTS = ['floor', 'direct', 'glass', 'contention'] as const;
+const PATH_PARTS = ['floor', 'direct', 'webrtc', 'glass', 'contention'] as const;
 
 /**
  * `SVC_BENCH_PATH_PARTS=glass` (names separated by commas): only those parts of the suite, for
@@ -86,7 +86,8 @@ function pathParts(): Set<string> {
 const epochMs = () => performance.timeOrigin + performance.now();
 
 export const suite: BenchSuite = {
-  description: 'direct path on loopback: send→reassembled, RTP-in→painted, connect→first picture, daemon CPU',
+  description:
+    'direct path on loopback: send→reassembled, RTP-in→painted, connect→first picture, daemon CPU; the same on WebRTC (`webrtc` in the name)',
   parameters: { capture: CAPTURE, encoder: ENCODER.join(' '), presentationDelayMs: 0, passes: PASSES },
   async run(report) {
     const packets = await captureRtp({ ...CAPTURE, encoder: ENCODER, payloadType: '96' });
@@ -97,10 +98,13 @@ export const suite: BenchSuite = {
       if (parts.has('floor')) await measureFloor(meanFrameBytes(packets), chromium, report);
       if (parts.has('direct'))
         for (const pilots of pilotCounts()) await measure(pilots, packets, chromium, cloud, report);
+      // The second backend, the same stream and page: figures named with `webrtc`.
+      if (parts.has('webrtc')) await measure(1, packets, chromium, cloud, report, 'webrtc');
       if (parts.has('glass') || parts.has('contention')) {
         await measureGlassFigures(chromium, cloud, report, {
           calm: parts.has('glass'),
           contention: parts.has('contention'),
+          webrtc: parts.has('webrtc'),
         });
       }
     } finally {
@@ -115,11 +119,14 @@ async function measure(
   packets: Uint8Array[],
   chromium: ChromiumSession,
   cloud: CloudProcess,
-  report: (r: BenchResult) => void,
+  reportAny: (r: BenchResult) => void,
+  backend: 'webtransport' | 'webrtc' = 'webtransport',
 ): Promise<void> {
+  const report = (r: BenchResult) =>
+    reportAny(backend === 'webrtc' ? { ...r, name: `${r.name}, webrtc` } : r);
   const rtpPort = await freeUdpPort();
   const daemon = await startBenchDaemon(cloud, {
-    robotId: `bench-${pilots}`,
+    robotId: `bench-${pilots}-${backend}`,
     channels: [
       '[[channel]]',
       'kind = "video"',
@@ -135,7 +142,7 @@ async function measure(
       chromium.run<PathSample>({
         entry: page,
         exportName: 'measurePath',
-        args: [cloud.signalUrl, daemon.robotId, token, (PASSES * FRAMES) / FPS + 2],
+        args: [cloud.signalUrl, daemon.robotId, token, (PASSES * FRAMES) / FPS + 2, backend],
         timeoutMs: 90_000,
       }),
     );
@@ -156,6 +163,8 @@ async function measure(
       if (pass === 0) sentAt = sent;
     }
     const samples = await Promise.all(watching);
+    for (const s of samples)
+      if (s.backend !== backend) throw new Error(`a ${backend} watch ran on ${String(s.backend)}`);
     const label = pilots === 1 ? '1 pilot' : `${pilots} pilots`;
     const params = {
       pilots,
