@@ -382,6 +382,7 @@ describe('pilots in Chromium through signalling', () => {
       sessionId: result.offer?.sessionId,
       role: 'driver',
       path: 'direct',
+      backend: 'quic',
     });
     expect(result.message).toBeNull();
     const stats = Object.values(result.stats.channels)[0]!;
@@ -414,112 +415,123 @@ describe('pilots in Chromium through signalling', () => {
     });
   });
 
-  it('one driver among two drive-scoped pilots and an observer: only the driver’s command reaches the robot’s output; sensors reach all; the publisher hears about sessions', async () => {
-    const commands = await listener();
-    const publisher = await listener();
-    const sensorPort = await freeUdpPort();
-    const robot = await newRobot('crew', {
-      channels: [
-        '[[channel]]',
-        'kind = "video"',
-        'name = "front"',
-        `input = "rtp://127.0.0.1:${await freeUdpPort()}"`,
-        'codec = "avc1.42c00d"',
-        'fps = 30',
-        '[[channel]]',
-        'kind = "sensor"',
-        'name = "imu"',
-        `input = "udp://127.0.0.1:${sensorPort}"`,
-        'codec = "json"',
-        '[[channel]]',
-        'kind = "command"',
-        'name = "drive"',
-        `output = "udp://127.0.0.1:${commands.port}"`,
-        'codec = "json"',
-      ],
-      publisherControl: `127.0.0.1:${publisher.port}`,
-    });
-    const daemon = runDaemon(robot, { SVC_ENROLMENT_TOKEN: await enrolmentToken() });
-    const decoded = (): PublisherControlMessage[] => publisher.received.map((b) => decodePublisherControl(b));
-    const sessionsSeen = () => decoded().filter((m) => m.type === 'session');
-    await publisher.until(
-      () => decoded().some((m) => m.type === 'video-config' && m.reason === 'profile'),
-      'video-config at start',
-    );
-    expect(decoded().find((m) => m.type === 'video-config')).toMatchObject({ channel: 1, reason: 'profile' });
-    await online('crew');
-
-    // Once all three pilots are in, the robot's IMU speaks, ten times a second, until the page is done.
-    const sender = createSocket('udp4');
-    cleanups.push(() => new Promise<void>((resolve) => sender.close(() => resolve())));
-    const sent: string[] = [];
-    let sensorTimer: NodeJS.Timeout | undefined;
-    cleanups.push(async () => clearInterval(sensorTimer));
-    void publisher
-      .until(() => sessionsSeen().some((m) => m.state === 'started' && m.sessions === 3), 'three sessions')
-      .then(
-        () => {
-          sensorTimer = setInterval(() => {
-            const message = JSON.stringify({ imu: sent.length });
-            sent.push(message);
-            sender.send(message, sensorPort, '127.0.0.1');
-          }, 100);
-        },
-        () => undefined,
+  it.each([
+    ['WebTransport, each pilot with an offer it asked for', undefined, 'crew'],
+    ['WebRTC, through the SDK’s signalling session', 'webrtc', 'crew-rtc'],
+  ] as const)(
+    'one driver among two drive-scoped pilots and an observer (%s): only the driver’s command reaches the robot’s output; sensors reach all; the publisher hears about sessions',
+    async (_how, backend, robotId) => {
+      const commands = await listener();
+      const publisher = await listener();
+      const sensorPort = await freeUdpPort();
+      const robot = await newRobot(robotId, {
+        channels: [
+          '[[channel]]',
+          'kind = "video"',
+          'name = "front"',
+          `input = "rtp://127.0.0.1:${await freeUdpPort()}"`,
+          'codec = "avc1.42c00d"',
+          'fps = 30',
+          '[[channel]]',
+          'kind = "sensor"',
+          'name = "imu"',
+          `input = "udp://127.0.0.1:${sensorPort}"`,
+          'codec = "json"',
+          '[[channel]]',
+          'kind = "command"',
+          'name = "drive"',
+          `output = "udp://127.0.0.1:${commands.port}"`,
+          'codec = "json"',
+        ],
+        publisherControl: `127.0.0.1:${publisher.port}`,
+      });
+      const daemon = runDaemon(robot, { SVC_ENROLMENT_TOKEN: await enrolmentToken() });
+      const decoded = (): PublisherControlMessage[] =>
+        publisher.received.map((b) => decodePublisherControl(b));
+      const sessionsSeen = () => decoded().filter((m) => m.type === 'session');
+      await publisher.until(
+        () => decoded().some((m) => m.type === 'video-config' && m.reason === 'profile'),
+        'video-config at start',
       );
+      expect(decoded().find((m) => m.type === 'video-config')).toMatchObject({
+        channel: 1,
+        reason: 'profile',
+      });
+      await online(robotId);
 
-    const tokens = [
-      (await sessionToken('crew', 'drive')).token,
-      (await sessionToken('crew', 'drive')).token,
-      (await sessionToken('crew', 'observe')).token,
-    ];
-    const outcomes = await run<PilotOutcome[]>('pilotsViaSignalling', [
-      cloud.signalUrl,
-      'crew',
-      tokens,
-      { command: '{"linear":0.5}', sensorCount: 3, seconds: 40 },
-    ]);
-    clearInterval(sensorTimer);
-    expect(outcomes.map((o) => o.state)).toEqual(['connected', 'connected', 'connected']);
-    expect(outcomes.map((o) => o.offer?.role)).toEqual(['driver', 'observer', 'observer']);
-    expect(outcomes.map((o) => o.role)).toEqual(['driver', 'observer', 'observer']);
-    expect(outcomes.map((o) => o.commandSent)).toEqual([true, false, false]);
-    // The SDK refuses misuse whatever the role: an unknown channel (naming the real ones), an oversized command.
-    for (const outcome of outcomes) {
-      expect(outcome.misuse).toHaveLength(2);
-      expect(outcome.misuse[0]).toMatch(
-        /"no-such-channel" is not a command channel of this robot \(command channels: drive\)/,
+      // Once all three pilots are in, the robot's IMU speaks, ten times a second, until the page is done.
+      const sender = createSocket('udp4');
+      cleanups.push(() => new Promise<void>((resolve) => sender.close(() => resolve())));
+      const sent: string[] = [];
+      let sensorTimer: NodeJS.Timeout | undefined;
+      cleanups.push(async () => clearInterval(sensorTimer));
+      void publisher
+        .until(() => sessionsSeen().some((m) => m.state === 'started' && m.sessions === 3), 'three sessions')
+        .then(
+          () => {
+            sensorTimer = setInterval(() => {
+              const message = JSON.stringify({ imu: sent.length });
+              sent.push(message);
+              sender.send(message, sensorPort, '127.0.0.1');
+            }, 100);
+          },
+          () => undefined,
+        );
+
+      const tokens = [
+        (await sessionToken(robotId, 'drive')).token,
+        (await sessionToken(robotId, 'drive')).token,
+        (await sessionToken(robotId, 'observe')).token,
+      ];
+      const outcomes = await run<PilotOutcome[]>('pilotsViaSignalling', [
+        cloud.signalUrl,
+        robotId,
+        tokens,
+        { command: '{"linear":0.5}', sensorCount: 3, seconds: 40, ...(backend !== undefined && { backend }) },
+      ]);
+      clearInterval(sensorTimer);
+      expect(outcomes.map((o) => o.state)).toEqual(['connected', 'connected', 'connected']);
+      expect(outcomes.map((o) => o.backend)).toEqual(Array(3).fill(backend ?? 'webtransport'));
+      expect(outcomes.map((o) => o.offer?.role)).toEqual(['driver', 'observer', 'observer']);
+      expect(outcomes.map((o) => o.role)).toEqual(['driver', 'observer', 'observer']);
+      expect(outcomes.map((o) => o.commandSent)).toEqual([true, false, false]);
+      // The SDK refuses misuse whatever the role: an unknown channel (naming the real ones), an oversized command.
+      for (const outcome of outcomes) {
+        expect(outcome.misuse).toHaveLength(2);
+        expect(outcome.misuse[0]).toMatch(
+          /"no-such-channel" is not a command channel of this robot \(command channels: drive\)/,
+        );
+        expect(outcome.misuse[1]).toMatch(/exceeds 16384/);
+      }
+      for (const outcome of outcomes) {
+        expect(outcome.sensors.length).toBeGreaterThanOrEqual(3);
+        for (const text of outcome.sensors) expect(sent).toContain(text);
+      }
+
+      // Every session ended (the page closed them): all commands that were going to arrive have.
+      await publisher.until(
+        () => sessionsSeen().filter((m) => m.state === 'ended').length >= 3,
+        'three sessions ended',
       );
-      expect(outcome.misuse[1]).toMatch(/exceeds 16384/);
-    }
-    for (const outcome of outcomes) {
-      expect(outcome.sensors.length).toBeGreaterThanOrEqual(3);
-      for (const text of outcome.sensors) expect(sent).toContain(text);
-    }
-
-    // Every session ended (the page closed them): all commands that were going to arrive have.
-    await publisher.until(
-      () => sessionsSeen().filter((m) => m.state === 'ended').length >= 3,
-      'three sessions ended',
-    );
-    await commands.until((r) => r.length >= 1, "the driver's command");
-    expect(commands.received.map((b) => JSON.parse(b.toString('utf8')))).toEqual([
-      { pilot: 0, command: '{"linear":0.5}' },
-    ]);
-    const offered = outcomes.map((o) => o.offer!.sessionId);
-    expect(sessionsSeen().filter((m) => m.state === 'started')).toEqual([
-      { type: 'session', state: 'started', session_id: offered[0], role: 'driver', sessions: 1 },
-      { type: 'session', state: 'started', session_id: offered[1], role: 'observer', sessions: 2 },
-      { type: 'session', state: 'started', session_id: offered[2], role: 'observer', sessions: 3 },
-    ]);
-    expect(
-      sessionsSeen()
-        .filter((m) => m.state === 'ended')
-        .map((m) => m.type === 'session' && m.session_id)
-        .sort(),
-    ).toEqual([...offered].sort());
-    expect(daemon.process.exitCode).toBeNull();
-  });
+      await commands.until((r) => r.length >= 1, "the driver's command");
+      expect(commands.received.map((b) => JSON.parse(b.toString('utf8')))).toEqual([
+        { pilot: 0, command: '{"linear":0.5}' },
+      ]);
+      const offered = outcomes.map((o) => o.offer!.sessionId);
+      expect(sessionsSeen().filter((m) => m.state === 'started')).toEqual([
+        { type: 'session', state: 'started', session_id: offered[0], role: 'driver', sessions: 1 },
+        { type: 'session', state: 'started', session_id: offered[1], role: 'observer', sessions: 2 },
+        { type: 'session', state: 'started', session_id: offered[2], role: 'observer', sessions: 3 },
+      ]);
+      expect(
+        sessionsSeen()
+          .filter((m) => m.state === 'ended')
+          .map((m) => m.type === 'session' && m.session_id)
+          .sort(),
+      ).toEqual([...offered].sort());
+      expect(daemon.process.exitCode).toBeNull();
+    },
+  );
 
   it('refuses a token for another robot, an expired token and a forged one, at signalling and at the robot', async () => {
     const other = await newRobot('y-other');
