@@ -93,33 +93,8 @@ export async function measureGlassFigures(
     publisher.close();
   }
 
-  /** (e) on a calm loopback, the session on WebRTC data channels. */
-  async function webrtcFigures(): Promise<void> {
-    const calm = await watch({ seconds: WATCH_S, backend: 'webrtc' });
-    const backend = (calm.connection as { backend?: string } | null)?.backend;
-    if (backend !== 'webrtc') throw new Error(`the WebRTC watch ran on ${String(backend)}`);
-    const settled = calm.paints.filter((p) => p[4] >= SETTLE_MS);
-    const glass = settled.map((p) => p[1]).sort((a, b) => a - b);
-    const params = {
-      ...sourceParams,
-      painted: settled.length,
-      unreadable: calm.unreadable,
-      stats: calm.stats,
-    };
-    for (const q of [0.5, 0.99]) {
-      report({
-        name: `(e) capture → glass, p${q * 100}, webrtc`,
-        value: percentile(glass, q),
-        unit: 'ms',
-        better: 'lower',
-        params,
-      });
-    }
-  }
-
-  async function calmFigures(): Promise<void> {
-    // (e) and (i): a calm loopback.
-    const calm = await watch({ seconds: WATCH_S });
+  /** (e) from a calm watch: capture → glass of the pictures painted after the settling time. */
+  function reportGlass(calm: GlassSample, suffix: string): GlassPaint[] {
     const settled = calm.paints.filter((p) => p[4] >= SETTLE_MS);
     const glass = settled.map((p) => p[1]).sort((a, b) => a - b);
     const params = {
@@ -129,20 +104,29 @@ export async function measureGlassFigures(
       kernel: calm.kernel,
       stats: calm.stats,
     };
-    report({
-      name: '(e) capture → glass, p50',
-      value: percentile(glass, 0.5),
-      unit: 'ms',
-      better: 'lower',
-      params,
-    });
-    report({
-      name: '(e) capture → glass, p99',
-      value: percentile(glass, 0.99),
-      unit: 'ms',
-      better: 'lower',
-      params,
-    });
+    for (const q of [0.5, 0.99]) {
+      report({
+        name: `(e) capture → glass, p${q * 100}${suffix}`,
+        value: percentile(glass, q),
+        unit: 'ms',
+        better: 'lower',
+        params,
+      });
+    }
+    return settled;
+  }
+
+  /** (e) on a calm loopback, the session on WebRTC data channels. */
+  async function webrtcFigures(): Promise<void> {
+    const calm = await watch({ seconds: WATCH_S, backend: 'webrtc' });
+    const backend = (calm.connection as { backend?: string } | null)?.backend;
+    if (backend !== 'webrtc') throw new Error(`the WebRTC watch ran on ${String(backend)}`);
+    reportGlass(calm, ', webrtc');
+  }
+
+  async function calmFigures(): Promise<void> {
+    // (e) and (i): a calm loopback.
+    const settled = reportGlass(await watch({ seconds: WATCH_S }), '');
     const errors = settled.filter((p) => Number.isFinite(p[2])).map((p) => Math.abs(p[2] - p[1]));
     report({
       name: `(i) HUD picture age − (e), mean absolute error, robot clock ${ROBOT_CLOCK_OFFSET_MS} ms off`,
