@@ -154,7 +154,7 @@ export async function runAgent(options: AgentOptions): Promise<RunningAgent> {
       cert_hashes: daemon.certificateHashes(),
       channels,
       max_sessions: agent.max_sessions,
-      relay: agent.relay && daemon.port !== undefined,
+      relay: agent.relay && quicPort !== undefined,
       driver_grace_ms: agent.driver_grace_ms,
       backends: [...daemon.backends],
     }),

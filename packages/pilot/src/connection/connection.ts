@@ -748,7 +748,8 @@ export class PilotConnection {
     try {
       await transport.ready;
       // Through a TURN server the session is relayed, and says so wherever its path shows.
-      return { ok: true, url: RTC_URL, transport, path: await transport.path() };
+      const path = await transport.path().catch(() => 'direct' as const);
+      return { ok: true, url: RTC_URL, transport, path };
     } catch (err) {
       return { ok: false, reason: `WebRTC: ${err instanceof Error ? err.message : String(err)}` };
     } finally {
