@@ -80,14 +80,16 @@ describe('a robot behind NAT with no port mapped', () => {
     await robot.stop();
   });
 
-  it('relay not allowed: the pilot says the robot is not reachable directly and the relay is off', async () => {
+  it('relay not allowed, and no STUN or TURN: the pilot says the robot is not reachable directly, the relay is off, and WebRTC found no path either', async () => {
     const robot = await fleet.robot('no-relay-bot', { agent: ['relay = false'] });
     const { page } = await fleet.openPilot('no-relay-bot', await robot.token('drive'));
     const state = page.locator('svc-pilot .state', { hasText: 'does not allow the cloud relay' });
-    await state.waitFor({ timeout: 30_000 });
-    expect(await state.textContent()).toMatch(/no path to the robot answered/);
+    await state.waitFor({ timeout: 60_000 });
+    const text = await state.textContent();
+    expect(text).toMatch(/no path to the robot answered/);
+    expect(text).toMatch(/then WebRTC: no WebRTC connection within 15 s \(ICE found no path to the robot\)/);
     await robot.stop();
-  });
+  }, 90_000);
 
   it('starts on the relay; when the router maps the robot’s port mid-session the pilot moves to the direct path and loses no frame', async () => {
     const topology = fleet.topology;
